@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# run.sh - install the build and test dependencies, then build and run the
+# whole test suite three times: a release build (everything), an ASan+UBSan
+# build (everything) and a ThreadSanitizer build (the unit and stress tests:
+# liburcu and libfuse are not TSan-instrumented, so the daemon is not run
+# under TSan).  Needs root (apt-get, FUSE mounts, loop devices).
+#
+# Usage: tests/run.sh [release|asan|tsan]...   (default: all three)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+packaging/deps.sh --test
+
+jobs=$(nproc)
+configs=("$@")
+[ "${#configs[@]}" -gt 0 ] || configs=(release asan tsan)
+
+run_config() {
+	local cfg=$1 dir=build/test-$1 label=()
+	local args=(-DAHEADFS_WERROR=ON -DAHEADFS_DEBUG=ON)
+	case "$cfg" in
+	release) args+=(-DCMAKE_BUILD_TYPE=Release -DAHEADFS_DEBUG=OFF) ;;
+	asan) args+=(-DCMAKE_BUILD_TYPE=Debug -DAHEADFS_SANITIZE=address,undefined) ;;
+	tsan)
+		args+=(-DCMAKE_BUILD_TYPE=Debug -DAHEADFS_SANITIZE=thread)
+		label=(-L unit)
+		;;
+	*)
+		echo "run.sh: unknown configuration '$cfg'" >&2
+		return 2
+		;;
+	esac
+	echo "=== $cfg: configure and build ($dir)"
+	cmake -S . -B "$dir" "${args[@]}" >/dev/null
+	cmake --build "$dir" -j "$jobs"
+	echo "=== $cfg: test"
+	(cd "$dir" && ctest --output-on-failure -j "$jobs" "${label[@]}")
+}
+
+for cfg in "${configs[@]}"; do
+	run_config "$cfg"
+done
+echo "=== all configurations passed: ${configs[*]}"
