@@ -1,0 +1,247 @@
+/* daemon.c - afs_main(): from the command line to a served mount and back.
+ *
+ *   parse and check options (opts.c)    errors: one stderr line, exit 1,
+ *   raise RLIMIT_NOFILE                 nothing mounted
+ *   open SOURCE, enter it as the root node
+ *   fuse_session_new + signal handlers + mount
+ *   daemonize unless -f (then log to syslog)
+ *   serve: fuse_session_loop_mt (clone_fd, max_threads, max_idle_threads)
+ *          or fuse_session_loop with -s
+ *   unmount, free everything, exit 0 (also after SIGTERM/SIGINT/SIGHUP or
+ *   fusermount3 -u)
+ *
+ * The inode table holds one O_PATH fd per inode the kernel knows, so the
+ * soft open-file limit (often 1024) is raised to the hard one (root first
+ * raises the hard limit to fs.nr_open).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "fs/fs_internal.h"
+#include "fs/log.h"
+
+static const struct fuse_lowlevel_ops afs_ops = {
+	.init = afs_op_init,
+	.lookup = afs_op_lookup,
+	.forget = afs_op_forget,
+	.forget_multi = afs_op_forget_multi,
+	.getattr = afs_op_getattr,
+	.setattr = afs_op_setattr,
+	.readlink = afs_op_readlink,
+	.mknod = afs_op_mknod,
+	.mkdir = afs_op_mkdir,
+	.symlink = afs_op_symlink,
+	.link = afs_op_link,
+	.unlink = afs_op_unlink,
+	.rmdir = afs_op_rmdir,
+	.rename = afs_op_rename,
+	.statfs = afs_op_statfs,
+	.access = afs_op_access,
+	.opendir = afs_op_opendir,
+	.readdir = afs_op_readdir,
+	.readdirplus = afs_op_readdirplus,
+	.releasedir = afs_op_releasedir,
+	.fsyncdir = afs_op_fsyncdir,
+	.open = afs_op_open,
+	.create = afs_op_create,
+	.read = afs_op_read,
+	.write_buf = afs_op_write_buf,
+	.flush = afs_op_flush,
+	.release = afs_op_release,
+	.fsync = afs_op_fsync,
+	.fallocate = afs_op_fallocate,
+	.lseek = afs_op_lseek,
+	.copy_file_range = afs_op_copy_file_range,
+	.getxattr = afs_op_getxattr,
+	.setxattr = afs_op_setxattr,
+	.listxattr = afs_op_listxattr,
+	.removexattr = afs_op_removexattr,
+	/* No getlk/setlk/flock: locks stay with the kernel's local lock
+	 * handling (the daemon is one process; locks it took on the backing
+	 * for every client would exclude no one). */
+};
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	FILE *f;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	f = fopen("/proc/sys/fs/nr_open", "r");
+	if (f) {
+		unsigned long long nr;
+
+		if (geteuid() == 0 && fscanf(f, "%llu", &nr) == 1 &&
+		    nr > rl.rlim_max) {
+			struct rlimit hi = {nr, nr};
+
+			if (!setrlimit(RLIMIT_NOFILE, &hi))
+				rl = hi;
+		}
+		fclose(f);
+	}
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		afs_log(LOG_WARNING, "cannot raise the open file limit: %s",
+			strerror(errno));
+}
+
+static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
+{
+	struct stat st;
+	uint32_t fsidx;
+	int fd, rc;
+
+	memset(fs, 0, sizeof(*fs));
+	fs->opts = o;
+	fs->as_root = geteuid() == 0;
+	/* The kernel checks permissions (and POSIX ACLs) unless refused;
+	 * as root with allow_other, default_permissions is also a mount
+	 * option (afs_opts_fuse_args()). */
+	fs->default_permissions = !o->no_default_permissions;
+	fs->attr_timeout = o->attr_timeout;
+	fs->entry_timeout = o->entry_timeout;
+	rc = afs_itable_init(&fs->itable);
+	if (rc)
+		return rc;
+	fd = open(o->source_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		rc = -errno;
+		goto out_close;
+	}
+	rc = afs_itable_fsidx(&fs->itable, st.st_dev, fd, &fsidx);
+	if (rc)
+		goto out_close;
+	return afs_itable_set_root(&fs->itable, fsidx, st.st_ino, fd,
+				   st.st_mode, afs_backing_generation(fd));
+
+out_close:
+	if (fd >= 0)
+		close(fd);
+	afs_itable_destroy(&fs->itable);
+	return rc;
+}
+
+static int serve(struct fuse_session *se, const struct afs_opts *o)
+{
+	struct fuse_loop_config *cfg;
+	int rc;
+
+	if (o->single_thread) {
+		rc = fuse_session_loop(se);
+		afs_thread_buf_release();
+		return rc;
+	}
+	cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(cfg, o->clone_fd);
+	fuse_loop_cfg_set_max_threads(cfg, o->max_threads);
+	fuse_loop_cfg_set_idle_threads(cfg, o->max_idle_threads);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
+static int run(struct afs_opts *o)
+{
+	struct fuse_args args;
+	struct fuse_session *se;
+	struct afs_fs fs;
+	int rc, status = 1;
+
+	raise_nofile();
+	rc = afs_creds_init();
+	if (!rc)
+		rc = afs_thread_buf_key_init();
+	if (rc) {
+		afs_log(LOG_ERR, "cannot set up: %s", strerror(-rc));
+		return 1;
+	}
+	rc = fs_init(&fs, o);
+	if (rc) {
+		afs_log(LOG_ERR, "cannot open SOURCE '%s': %s", o->source,
+			strerror(-rc));
+		return 1;
+	}
+	rc = afs_opts_fuse_args(o, geteuid(), &args);
+	if (rc) {
+		afs_log(LOG_ERR, "out of memory");
+		goto out_fs;
+	}
+	se = fuse_session_new(&args, &afs_ops, sizeof(afs_ops), &fs);
+	fuse_opt_free_args(&args);
+	if (!se) {
+		afs_log(LOG_ERR, "cannot create the FUSE session");
+		goto out_fs;
+	}
+	if (fuse_set_signal_handlers(se)) {
+		afs_log(LOG_ERR, "cannot install signal handlers");
+		goto out_session;
+	}
+	if (fuse_session_mount(se, o->mountpoint_real)) {
+		afs_log(LOG_ERR, "cannot mount on '%s'", o->mountpoint);
+		goto out_signals;
+	}
+	if (!o->foreground)
+		afs_log_to_syslog();
+	if (fuse_daemonize(o->foreground)) {
+		afs_log(LOG_ERR, "cannot go to the background");
+		goto out_unmount;
+	}
+	rc = serve(se, o);
+	/* 0: unmounted (fusermount3 -u); > 0: the signal that stopped us;
+	 * < 0: an error of the loop. */
+	if (rc < 0)
+		afs_log(LOG_ERR, "serving stopped: %s", strerror(-rc));
+	else
+		status = 0;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_fs:
+	afs_itable_destroy(&fs.itable);
+	return status;
+}
+
+int afs_main(int argc, char **argv)
+{
+	char err[AFS_ERRLEN] = "";
+	struct afs_opts o;
+	int rc, status;
+
+	afs_opts_init(&o);
+	rc = afs_opts_parse(&o, argc, argv, err, sizeof(err));
+	if (!rc && o.show_help) {
+		afs_opts_help(stdout);
+		afs_opts_free(&o);
+		return 0;
+	}
+	if (!rc && o.show_version) {
+		printf("aheadfs %s (libfuse %s)\n", AHEADFS_VERSION,
+		       fuse_pkgversion());
+		afs_opts_free(&o);
+		return 0;
+	}
+	if (!rc)
+		rc = afs_opts_check(&o, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "aheadfs: %s\n", err);
+		afs_opts_free(&o);
+		return 1;
+	}
+	status = run(&o);
+	afs_opts_free(&o);
+	return status;
+}

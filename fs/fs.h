@@ -1,0 +1,42 @@
+/* fs.h - the aheadfs daemon: a POSIX passthrough of SOURCE at MOUNTPOINT on
+ * the libfuse 3.14 low-level API.
+ *
+ * Layout of the module:
+ *   opts.{c,h}    command line: option table, parser, checks before mounting
+ *   daemon.c      afs_main(): session, mount, signals, logging, rlimit, the
+ *                 multi-threaded loop; the fuse_lowlevel_ops table
+ *   inode.{c,h}   inode table: node ids <-> backing inodes (O_PATH fds,
+ *                 lookup counts, node ids that survive forget for NFS)
+ *   creds.{c,h}   per-thread caller credentials (fsuid/fsgid/groups/umask)
+ *   ops_entry.c   lookup, forget, attributes, names (mknod ... rename),
+ *                 statfs, access
+ *   ops_dir.c     opendir, readdir(plus), releasedir, fsyncdir
+ *   ops_io.c      open/create, read, write, flush, release, fsync,
+ *                 fallocate, lseek, copy_file_range: all file data goes
+ *                 through here (the later cache/ and ra/ hook in here)
+ *   ops_xattr.c   get/set/list/removexattr
+ *   log.{c,h}     stderr in the foreground, syslog in the background
+ *
+ * Concurrency: requests are served by libfuse worker threads (several at
+ * once, also on one inode and one open file).  Shared state is the inode
+ * table (its own mutex, see inode.h) and read-only configuration; open file
+ * and directory handles carry no shared mutable state except a directory
+ * stream, which the kernel serialises per open directory.  Each worker
+ * thread owns a read buffer (no allocation per read) and its fs_struct
+ * (umask, see creds.h).  No lock is held across a backing system call that
+ * can block for long or across a FUSE reply.
+ */
+#ifndef AFS_FS_H
+#define AFS_FS_H
+
+/**
+ * afs_main() - The aheadfs program: parse, check, mount, serve, unmount.
+ *
+ * Context: The process's main thread, before any other thread exists.
+ * Return: The process exit status: 0 after --help/--version or a clean
+ * unmount (fusermount3 -u, SIGTERM, SIGINT, SIGHUP); 1 after an error,
+ * described in one line on stderr (or syslog once in the background).
+ */
+int afs_main(int argc, char **argv);
+
+#endif /* AFS_FS_H */

@@ -1,0 +1,174 @@
+/* fs_internal.h - state shared by the fs/ sources (not for other modules).
+ *
+ * struct afs_fs is the session's user data: configuration fixed at start
+ * and the inode table.  See fs.h for the threading model.
+ */
+#ifndef AFS_FS_INTERNAL_H
+#define AFS_FS_INTERNAL_H
+
+#include <dirent.h>
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "fs/creds.h"
+#include "fs/inode.h"
+#include "fs/opts.h"
+
+#define AFS_MAX_WRITE (1U << 20) /* max_write, and so max_pages = 256 */
+
+struct afs_fs {
+	struct afs_itable itable;
+	const struct afs_opts *opts;
+	bool as_root; /* euid 0: switch to the caller's ids */
+	bool default_permissions; /* the kernel checks permissions */
+	double attr_timeout, entry_timeout;
+};
+
+/* Open file: fi->fh is the backing fd itself (no per-open allocation). */
+
+/* Open directory: fi->fh points to this. */
+struct afs_dir {
+	DIR *dp;
+	struct dirent *entry; /* read but not yet replied */
+	off_t offset; /* telldir cookie of the next entry to reply */
+};
+
+static inline struct afs_fs *afs_req_fs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* "/proc/self/fd/N": reopen or act on an O_PATH fd's inode itself. */
+#define AFS_PROCPATH_LEN 32
+void afs_procpath(char buf[AFS_PROCPATH_LEN], int fd);
+
+/**
+ * afs_req_creds_enter() - afs_creds_enter() with the caller of @req.
+ * @umask: also take the caller's umask (creating calls).
+ *
+ * Context: Serving thread; pair with afs_creds_leave().
+ * Return: 0 or -errno.
+ */
+int afs_req_creds_enter(fuse_req_t req, struct afs_creds *c, bool umask);
+
+/**
+ * afs_stat() - stat of @inode as the kernel sees it (st_ino shown).
+ *
+ * Context: One fstatat().
+ * Return: 0 or -errno.
+ */
+int afs_stat(const struct afs_inode *inode, struct stat *st);
+
+/**
+ * afs_lookup_entry() - Look up @name in @dir and fill @e, counting one
+ * kernel lookup on the result.  "." is @dir itself; ".." at the root is the
+ * root (the path never leaves SOURCE).  Symlinks are not followed.
+ *
+ * Context: Serving thread; backing syscalls; takes the table lock.
+ * Return: 0 or the backing's -errno.
+ */
+int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
+		     struct fuse_entry_param *e);
+
+/**
+ * afs_entry_from_fd() - Enter the inode of O_PATH @fd in the table (the
+ * table takes @fd) and fill @e, counting one kernel lookup.
+ *
+ * Context: Serving thread; backing syscalls; takes the table lock.
+ * Return: 0 or -errno (@fd is closed then too).
+ */
+int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e);
+
+/**
+ * afs_thread_buf() - This thread's buffer, at least @size bytes, page
+ * aligned; grows once to the largest request and is kept for the thread's
+ * life (freed at thread exit).
+ *
+ * Context: Serving thread.
+ * Return: The buffer, or NULL on ENOMEM.
+ */
+void *afs_thread_buf(size_t size);
+
+/**
+ * afs_thread_buf_release() - Free the calling thread's buffer now (the main
+ * thread in -s mode, whose exit runs no destructor before LeakSanitizer).
+ *
+ * Context: The thread itself, when it serves no more requests.
+ */
+void afs_thread_buf_release(void);
+
+/**
+ * afs_thread_buf_key_init() - Create the thread buffer key.
+ *
+ * Context: Before serving.
+ * Return: 0 or -errno.
+ */
+int afs_thread_buf_key_init(void);
+
+/* Operations, by file. */
+/* ops_entry.c */
+void afs_op_init(void *userdata, struct fuse_conn_info *conn);
+void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void afs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void afs_op_forget_multi(fuse_req_t req, size_t count,
+			 struct fuse_forget_data *forgets);
+void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		    int valid, struct fuse_file_info *fi);
+void afs_op_readlink(fuse_req_t req, fuse_ino_t ino);
+void afs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  mode_t mode, dev_t rdev);
+void afs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  mode_t mode);
+void afs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		    const char *name);
+void afs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		 const char *newname);
+void afs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void afs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void afs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   fuse_ino_t newparent, const char *newname,
+		   unsigned int flags);
+void afs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void afs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
+/* ops_dir.c */
+void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void afs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void afs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi);
+void afs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi);
+void afs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi);
+/* ops_io.c */
+void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   mode_t mode, struct fuse_file_info *fi);
+void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi);
+void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
+		      off_t off, struct fuse_file_info *fi);
+void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void afs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void afs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		  struct fuse_file_info *fi);
+void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+		      off_t length, struct fuse_file_info *fi);
+void afs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		  struct fuse_file_info *fi);
+void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			    struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			    off_t off_out, struct fuse_file_info *fi_out,
+			    size_t len, int flags);
+/* ops_xattr.c */
+void afs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		     size_t size);
+void afs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		     const char *value, size_t size, int flags);
+void afs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void afs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+#endif /* AFS_FS_INTERNAL_H */

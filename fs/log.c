@@ -1,0 +1,42 @@
+/* log.c - stderr or syslog (see log.h). */
+#include "fs/log.h"
+
+#include <fuse_log.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+static bool use_syslog;
+
+static void fuse_log_handler(enum fuse_log_level level, const char *fmt,
+			     va_list ap)
+{
+	if (use_syslog)
+		vsyslog((int)level, fmt, ap);
+	else
+		vfprintf(stderr, fmt, ap);
+}
+
+void afs_log_to_syslog(void)
+{
+	openlog("aheadfs", LOG_PID, LOG_DAEMON);
+	use_syslog = true;
+	fuse_set_log_func(fuse_log_handler);
+}
+
+void afs_log(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (use_syslog) {
+		vsyslog(prio, fmt, ap);
+	} else {
+		/* one fprintf per message keeps lines from threads whole */
+		char line[1024];
+
+		vsnprintf(line, sizeof(line), fmt, ap);
+		fprintf(stderr, "aheadfs: %s\n", line);
+	}
+	va_end(ap);
+}

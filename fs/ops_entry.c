@@ -1,0 +1,531 @@
+/* ops_entry.c - names and attributes: lookup, forget, getattr, setattr,
+ * readlink, mknod, mkdir, symlink, link, unlink, rmdir, rename, statfs,
+ * access; and the init handshake.
+ *
+ * Everything acts on the backing with *at() calls relative to the O_PATH
+ * fds of the inode table, never on path names from SOURCE, and returns the
+ * backing's errno unchanged.  Calls that create or change something run
+ * with the caller's credentials (creds.h).  Where a call has no *at() form
+ * that takes an O_PATH fd (chmod, truncate, utimes, access), it goes
+ * through /proc/self/fd/N, which names the inode itself.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "fs/fs_internal.h"
+#include "fs/log.h"
+
+void afs_procpath(char buf[AFS_PROCPATH_LEN], int fd)
+{
+	snprintf(buf, AFS_PROCPATH_LEN, "/proc/self/fd/%d", fd);
+}
+
+int afs_req_creds_enter(fuse_req_t req, struct afs_creds *c, bool umask)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct afs_fs *fs = afs_req_fs(req);
+	gid_t groups[AFS_CREDS_MAX_GROUPS], *list = groups;
+	int n = 0, rc;
+
+	if (fs->as_root && ctx->uid != 0) {
+		n = fuse_req_getgroups(req, AFS_CREDS_MAX_GROUPS, groups);
+		if (n > AFS_CREDS_MAX_GROUPS) {
+			list = malloc(n * sizeof(*list));
+			if (!list)
+				return -ENOMEM;
+			n = fuse_req_getgroups(req, n, list);
+		}
+		/* The caller may be gone, or /proc unreadable: then only its
+		 * primary group counts, which errs on the side of refusal. */
+		if (n < 0)
+			n = 0;
+	}
+	rc = afs_creds_enter(c, ctx->uid, ctx->gid, list, n, umask, ctx->umask);
+	if (list != groups)
+		free(list);
+	return rc;
+}
+
+int afs_stat(const struct afs_inode *inode, struct stat *st)
+{
+	if (fstatat(inode->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	st->st_ino = afs_shown_ino(inode);
+	return 0;
+}
+
+static void fill_entry(struct afs_fs *fs, struct afs_inode *i,
+		       const struct stat *st, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = i->nodeid;
+	e->generation = i->generation;
+	e->attr = *st;
+	e->attr.st_ino = afs_shown_ino(i);
+	e->attr_timeout = fs->attr_timeout;
+	e->entry_timeout = fs->entry_timeout;
+}
+
+int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e)
+{
+	struct afs_inode *i;
+	struct stat st;
+	uint32_t fsidx;
+	int rc;
+
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = afs_itable_fsidx(&fs->itable, st.st_dev, fd, &fsidx);
+	if (rc == -EOVERFLOW) {
+		fsidx = UINT32_MAX; /* synthetic node id */
+	} else if (rc) {
+		close(fd);
+		return rc;
+	}
+	i = afs_itable_find(&fs->itable, fsidx, st.st_ino, true);
+	if (i) {
+		close(fd);
+	} else {
+		i = afs_itable_insert(&fs->itable, fsidx, st.st_ino, fd,
+				      st.st_mode, afs_backing_generation(fd),
+				      true);
+		if (!i)
+			return -ENOMEM;
+	}
+	fill_entry(fs, i, &st, e);
+	afs_itable_put(&fs->itable, i);
+	return 0;
+}
+
+int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
+		     struct fuse_entry_param *e)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (!strcmp(name, ".") ||
+	    (!strcmp(name, "..") && dir->nodeid == AFS_ROOT_NODEID)) {
+		rc = afs_stat(dir, &st);
+		if (rc)
+			return rc;
+		afs_itable_lookup_ref(&fs->itable, dir);
+		fill_entry(fs, dir, &st, e);
+		return 0;
+	}
+	fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return afs_entry_from_fd(fs, fd, e);
+}
+
+void afs_op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct afs_fs *fs = userdata;
+	unsigned capable = conn->capable;
+
+	/* Coherency first: no async reads (ordered per handle), no parallel
+	 * dirops, no writeback cache; no kill-priv handling by us (the
+	 * kernel sends the setattr that clears suid/sgid, which a root daemon
+	 * would otherwise not clear); no splice. */
+	conn->want &= ~(FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS |
+			FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_HANDLE_KILLPRIV |
+			FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+			FUSE_CAP_SPLICE_MOVE);
+	conn->want |= FUSE_CAP_EXPORT_SUPPORT;
+	if (capable & FUSE_CAP_DONT_MASK)
+		conn->want |= FUSE_CAP_DONT_MASK;
+	if (capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* POSIX ACLs make the kernel check permissions itself (it turns
+	 * default_permissions on), so only where that is wanted. */
+	if ((capable & FUSE_CAP_POSIX_ACL) && fs->default_permissions)
+		conn->want |= FUSE_CAP_POSIX_ACL;
+	if (conn->max_write < AFS_MAX_WRITE)
+		conn->max_write = AFS_MAX_WRITE;
+	afs_log(LOG_INFO, "serving %s on %s (protocol 7.%u, max_write %u%s)",
+		fs->opts->source_real, fs->opts->mountpoint_real,
+		conn->proto_minor, conn->max_write,
+		conn->want & FUSE_CAP_POSIX_ACL ? ", posix_acl" : "");
+}
+
+void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct fuse_entry_param e;
+	struct afs_inode *dir;
+	int rc;
+
+	/* "." and ".." come from NFS export on node ids the kernel may have
+	 * forgotten: reopen those from the id. */
+	rc = afs_itable_reopen(&fs->itable, parent, &dir);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	rc = afs_lookup_entry(fs, dir, name, &e);
+	afs_itable_put(&fs->itable, dir);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+void afs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+
+	if (afs_itable_forget(&fs->itable, ino, nlookup))
+		afs_log(LOG_WARNING,
+			"forget of %llu lookups of unknown node "
+			"%#llx",
+			(unsigned long long)nlookup, (unsigned long long)ino);
+	fuse_reply_none(req);
+}
+
+void afs_op_forget_multi(fuse_req_t req, size_t count,
+			 struct fuse_forget_data *forgets)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+
+	for (size_t n = 0; n < count; n++)
+		if (afs_itable_forget(&fs->itable, forgets[n].ino,
+				      forgets[n].nlookup))
+			afs_log(LOG_WARNING, "forget of unknown node %#llx",
+				(unsigned long long)forgets[n].ino);
+	fuse_reply_none(req);
+}
+
+void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct stat st;
+	int rc;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	rc = afs_stat(i, &st);
+	afs_itable_put(&fs->itable, i);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
+		      struct fuse_file_info *fi)
+{
+	char proc[AFS_PROCPATH_LEN];
+
+	afs_procpath(proc, i->fd);
+	if (valid & FUSE_SET_ATTR_MODE) {
+		if (fi ? fchmod(fi->fh, attr->st_mode)
+		       : chmod(proc, attr->st_mode))
+			return -errno;
+	}
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid =
+			valid & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
+		gid_t gid =
+			valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
+
+		if (fchownat(i->fd, "", uid, gid,
+			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+			return -errno;
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		if (fi ? ftruncate(fi->fh, attr->st_size)
+		       : truncate(proc, attr->st_size))
+			return -errno;
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT},
+					 {.tv_nsec = UTIME_OMIT}};
+
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		if (fi ? futimens(fi->fh, tv)
+		       : utimensat(AT_FDCWD, proc, tv, 0))
+			return -errno;
+	}
+	return 0;
+}
+
+void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		    int valid, struct fuse_file_info *fi)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_creds c;
+	struct stat st;
+	int rc;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	rc = afs_req_creds_enter(req, &c, false);
+	if (!rc) {
+		rc = do_setattr(i, attr, valid, fi);
+		afs_creds_leave(&c);
+	}
+	if (!rc)
+		rc = afs_stat(i, &st);
+	afs_itable_put(&fs->itable, i);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+void afs_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	char buf[PATH_MAX + 1];
+	ssize_t n;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	n = readlinkat(i->fd, "", buf, sizeof(buf));
+	if (n < 0)
+		n = -errno;
+	afs_itable_put(&fs->itable, i);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+	} else if (n == sizeof(buf)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+	} else {
+		buf[n] = '\0';
+		fuse_reply_readlink(req, buf);
+	}
+}
+
+enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
+
+/* mknod, mkdir, symlink: create as the caller, then look the name up. */
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       enum make_kind kind, mode_t mode, dev_t rdev,
+		       const char *link)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *dir = afs_itable_get(&fs->itable, parent);
+	struct fuse_entry_param e;
+	struct afs_creds c;
+	int rc, res;
+
+	if (!dir) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	rc = afs_req_creds_enter(req, &c, kind != MAKE_SYMLINK);
+	if (rc)
+		goto out_put;
+	switch (kind) {
+	case MAKE_NODE:
+		res = mknodat(dir->fd, name, mode, rdev);
+		break;
+	case MAKE_DIR:
+		res = mkdirat(dir->fd, name, mode);
+		break;
+	default:
+		res = symlinkat(link, dir->fd, name);
+		break;
+	}
+	rc = res ? -errno : 0;
+	afs_creds_leave(&c);
+	if (!rc)
+		rc = afs_lookup_entry(fs, dir, name, &e);
+out_put:
+	afs_itable_put(&fs->itable, dir);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+void afs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  mode_t mode, dev_t rdev)
+{
+	make_entry(req, parent, name, MAKE_NODE, mode, rdev, NULL);
+}
+
+void afs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  mode_t mode)
+{
+	make_entry(req, parent, name, MAKE_DIR, mode, 0, NULL);
+}
+
+void afs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		    const char *name)
+{
+	make_entry(req, parent, name, MAKE_SYMLINK, 0, 0, link);
+}
+
+void afs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		 const char *newname)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *dir = afs_itable_get(&fs->itable, newparent);
+	char proc[AFS_PROCPATH_LEN];
+	struct fuse_entry_param e;
+	struct afs_creds c;
+	struct stat st;
+	int rc;
+
+	if (!i || !dir) {
+		rc = -ESTALE;
+		goto out_put;
+	}
+	rc = afs_req_creds_enter(req, &c, false);
+	if (rc)
+		goto out_put;
+	/* linkat(fd, "", AT_EMPTY_PATH) wants CAP_DAC_READ_SEARCH, which
+	 * the caller's fsuid does not carry; the /proc link names the inode
+	 * just as well. */
+	afs_procpath(proc, i->fd);
+	if (linkat(AT_FDCWD, proc, dir->fd, newname, AT_SYMLINK_FOLLOW))
+		rc = -errno;
+	afs_creds_leave(&c);
+	if (!rc)
+		rc = afs_stat(i, &st);
+	if (!rc) {
+		afs_itable_lookup_ref(&fs->itable, i);
+		fill_entry(fs, i, &st, &e);
+	}
+out_put:
+	if (i)
+		afs_itable_put(&fs->itable, i);
+	if (dir)
+		afs_itable_put(&fs->itable, dir);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 int flags)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *dir = afs_itable_get(&fs->itable, parent);
+	struct afs_creds c;
+	int rc;
+
+	if (!dir) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	rc = afs_req_creds_enter(req, &c, false);
+	if (!rc) {
+		if (unlinkat(dir->fd, name, flags))
+			rc = -errno;
+		afs_creds_leave(&c);
+	}
+	afs_itable_put(&fs->itable, dir);
+	fuse_reply_err(req, -rc);
+}
+
+void afs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, 0);
+}
+
+void afs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, AT_REMOVEDIR);
+}
+
+void afs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   fuse_ino_t newparent, const char *newname,
+		   unsigned int flags)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *from = afs_itable_get(&fs->itable, parent);
+	struct afs_inode *to = afs_itable_get(&fs->itable, newparent);
+	struct afs_creds c;
+	int rc;
+
+	if (!from || !to) {
+		rc = -ESTALE;
+		goto out_put;
+	}
+	rc = afs_req_creds_enter(req, &c, false);
+	if (rc)
+		goto out_put;
+	if (renameat2(from->fd, name, to->fd, newname, flags))
+		rc = -errno;
+	afs_creds_leave(&c);
+out_put:
+	if (from)
+		afs_itable_put(&fs->itable, from);
+	if (to)
+		afs_itable_put(&fs->itable, to);
+	fuse_reply_err(req, -rc);
+}
+
+void afs_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct statvfs sv;
+	int rc = 0;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (fstatvfs(i->fd, &sv))
+		rc = -errno;
+	afs_itable_put(&fs->itable, i);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+void afs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	char proc[AFS_PROCPATH_LEN];
+	struct afs_creds c;
+	int rc;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	rc = afs_req_creds_enter(req, &c, false);
+	if (!rc) {
+		/* AT_EACCESS: check with the fs ids just switched to, not
+		 * the daemon's real ids. */
+		afs_procpath(proc, i->fd);
+		if (faccessat(AT_FDCWD, proc, mask, AT_EACCESS))
+			rc = -errno;
+		afs_creds_leave(&c);
+	}
+	afs_itable_put(&fs->itable, i);
+	fuse_reply_err(req, -rc);
+}

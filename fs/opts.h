@@ -1,0 +1,124 @@
+/* opts.h - aheadfs command line: aheadfs [options] SOURCE MOUNTPOINT.
+ *
+ * One parser for everything: aheadfs's own options, the standard FUSE ones
+ * (-f -d -s, -o allow_other, max_threads=, max_idle_threads=, clone_fd) and
+ * the generic mount options mount.fuse3 passes from fstab (rw, ro, nosuid,
+ * nodev, noatime, _netdev, defaults, user, noauto, ...).  Each -o option is
+ * one row of a table (name, kind, field, range, help line): adding a checked
+ * option is adding a row.  Kernel mount options are collected into a list
+ * that afs_opts_fuse_args() turns into fuse_session_new() arguments.
+ *
+ * Errors are one line (no "aheadfs:" prefix, no newline) written to the
+ * caller's buffer; nothing is printed here except by afs_opts_help().
+ *
+ * Concurrency: none; used by main() before any thread starts.  The parsed
+ * struct is read-only afterwards.
+ */
+#ifndef AFS_OPTS_H
+#define AFS_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct fuse_args;
+
+#define AFS_ERRLEN 512
+
+struct afs_opts {
+	char *source; /* as given */
+	char *mountpoint; /* as given */
+	char *source_real; /* realpath(), set by afs_opts_check() */
+	char *mountpoint_real; /* realpath(), set by afs_opts_check() */
+	const char *fuse_dev; /* "/dev/fuse"; tests point it elsewhere */
+
+	bool show_help, show_version;
+	bool foreground; /* -f (also -d) */
+	bool debug; /* -d, -o debug: libfuse request trace */
+	bool single_thread; /* -s */
+	bool clone_fd; /* -o clone_fd (default) / no_clone_fd */
+	unsigned max_threads; /* -o max_threads= */
+	unsigned max_idle_threads; /* -o max_idle_threads= */
+	bool allow_other, allow_root;
+	bool default_permissions; /* -o default_permissions given */
+	bool no_default_permissions; /* -o no_default_permissions given */
+	bool read_only; /* -o ro */
+	bool has_fsname, has_subtype;
+	double attr_timeout; /* -o attr_timeout=, seconds */
+	double entry_timeout; /* -o entry_timeout=, seconds */
+
+	char **mount_opts; /* kernel/libfuse mount options, in order */
+	size_t n_mount_opts;
+};
+
+/**
+ * afs_opts_init() - Defaults.
+ *
+ * Context: Any.
+ */
+void afs_opts_init(struct afs_opts *o);
+
+/**
+ * afs_opts_free() - Free what parsing and checking allocated.
+ *
+ * Context: Any; @o may be partly filled.
+ */
+void afs_opts_free(struct afs_opts *o);
+
+/**
+ * afs_opts_parse() - Parse @argv (argv[0] is the program name).
+ * @err: Receives one line describing the first error.
+ *
+ * --help / -h and --version / -V set show_help / show_version and stop
+ * parsing successfully.
+ *
+ * Context: Allocates.
+ * Return: 0, -EINVAL for bad input (unknown option, malformed or out of
+ * range value, missing or extra argument), or -ENOMEM.
+ */
+int afs_opts_parse(struct afs_opts *o, int argc, char **argv, char *err,
+		   size_t errlen);
+
+/**
+ * afs_opts_check() - Check SOURCE, MOUNTPOINT and /dev/fuse before mounting,
+ * and resolve both paths.
+ * @err: Receives one line describing the first problem.
+ *
+ * Context: Looks at the filesystem; allocates.
+ * Return: 0; -ENOENT / -ENOTDIR for a missing or non-directory SOURCE or
+ * MOUNTPOINT, -EBUSY for a MOUNTPOINT that is already a mount, -ELOOP for a
+ * MOUNTPOINT inside SOURCE, -ENODEV (or the open error) for no usable
+ * /dev/fuse, -ENOMEM.
+ */
+int afs_opts_check(struct afs_opts *o, char *err, size_t errlen);
+
+/**
+ * afs_opts_fuse_args() - Build the fuse_session_new() arguments: the mount
+ * options, default_permissions where it is due (root with allow_other,
+ * unless no_default_permissions), fsname=SOURCE and subtype=aheadfs unless
+ * given, and debug.
+ * @euid: The daemon's effective uid (a parameter so tests can vary it).
+ *
+ * Context: Allocates; after afs_opts_check().
+ * Return: 0 or -ENOMEM (@args is then freed).
+ */
+int afs_opts_fuse_args(const struct afs_opts *o, unsigned euid,
+		       struct fuse_args *args);
+
+/**
+ * afs_opts_default_permissions() - Whether the kernel checks permissions.
+ *
+ * Context: Pure.
+ * Return: true when default_permissions is given, or the daemon runs as
+ * root with allow_other and no_default_permissions is not given.
+ */
+bool afs_opts_default_permissions(const struct afs_opts *o, unsigned euid);
+
+/**
+ * afs_opts_help() - Usage and the option table, for --help.
+ *
+ * Context: Writes to @out.
+ */
+void afs_opts_help(FILE *out);
+
+#endif /* AFS_OPTS_H */
