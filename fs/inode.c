@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -278,14 +279,28 @@ int afs_itable_fsidx(struct afs_itable *t, dev_t dev, int fd, uint32_t *fsidx)
 		t->fs = n;
 		t->fs_cap = cap;
 	}
-	int mfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	/* open_by_handle_at() refuses an O_PATH mount fd: open a real one.
+	 * The first inode seen on a filesystem is its root directory (the
+	 * path enters through it); should it not be a directory, keep the
+	 * O_PATH fd and do without handles. */
+	char proc[32];
+	bool real = true;
+	int mfd;
 
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	mfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0) {
+		real = false;
+		mfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	}
 	if (mfd < 0) {
 		rc = -errno;
 		goto out_unlock;
 	}
 	t->fs[t->nfs] = (struct afs_backing_fs){
-		.dev = dev, .mount_fd = mfd, .by_handle = probe_by_handle(mfd)};
+		.dev = dev,
+		.mount_fd = mfd,
+		.by_handle = real && probe_by_handle(mfd)};
 	*fsidx = t->nfs++;
 out_unlock:
 	pthread_mutex_unlock(&t->lock);

@@ -65,7 +65,7 @@ struct afs_inode {
 /* A backing filesystem under SOURCE (the list only grows). */
 struct afs_backing_fs {
 	dev_t dev;
-	int mount_fd; /* O_PATH fd on it, for open_by_handle_at() */
+	int mount_fd; /* fd on its first directory, for open_by_handle_at() */
 	bool by_handle; /* a handle can be rebuilt from the inode number */
 };
 

@@ -197,7 +197,7 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 			    item);
 	if (s->kind == OPT_IGNORE_PREFIX)
 		return 0;
-	if (s->value && !value)
+	if (s->value && (!value || !*value))
 		return fail(err, errlen, -EINVAL,
 			    "option '%s' needs a value ('-o %s=...')", s->name,
 			    s->name);
@@ -220,8 +220,8 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 
 		errno = 0;
 		v = strtoull(value, &end, 10);
-		if (!*value || *end || errno || value[0] == '-' ||
-		    value[0] == '+' || v < s->min || v > s->max)
+		if (*end || errno || value[0] == '-' || value[0] == '+' ||
+		    v < s->min || v > s->max)
 			return fail(err, errlen, -EINVAL,
 				    "bad value '%s' for option '%s': expected "
 				    "an integer from %.0f to %.0f",
@@ -234,8 +234,7 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 
 		errno = 0;
 		v = strtod(value, &end);
-		if (!*value || *end || errno || !isfinite(v) || v < s->min ||
-		    v > s->max)
+		if (*end || errno || !isfinite(v) || v < s->min || v > s->max)
 			return fail(err, errlen, -EINVAL,
 				    "bad value '%s' for option '%s': expected "
 				    "seconds from %.0f to %.0f",
@@ -245,10 +244,6 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 	}
 	case OPT_MOUNT:
 	case OPT_MOUNT_CLEAR:
-		if (s->value && !*value)
-			return fail(err, errlen, -EINVAL,
-				    "option '%s' needs a value ('-o %s=...')",
-				    s->name, s->name);
 		if (flag)
 			*flag = s->kind == OPT_MOUNT;
 		if (add_mount_opt(o, item))

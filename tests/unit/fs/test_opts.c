@@ -1,0 +1,487 @@
+/* test_opts.c - the aheadfs command line: valid forms, each error, the
+ * pre-mount checks and the arguments handed to libfuse. */
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fs/opts.h"
+
+struct fixture {
+	struct afs_opts o;
+	char err[AFS_ERRLEN];
+	char dir[64]; /* a scratch directory */
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	afs_opts_init(&f->o);
+	strcpy(f->dir, "/tmp/afs-test-opts-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	afs_opts_free(&f->o);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+/* Parse a NULL-terminated argument list (program name added). */
+static int parse(struct fixture *f, ...)
+{
+	char *argv[32] = {"aheadfs"};
+	int argc = 1;
+	va_list ap;
+
+	va_start(ap, f);
+	while ((argv[argc] = va_arg(ap, char *)))
+		argc++;
+	va_end(ap);
+	f->err[0] = '\0';
+	return afs_opts_parse(&f->o, argc, argv, f->err, sizeof(f->err));
+}
+
+static bool has_mount_opt(const struct afs_opts *o, const char *opt)
+{
+	for (size_t i = 0; i < o->n_mount_opts; i++)
+		if (!strcmp(o->mount_opts[i], opt))
+			return true;
+	return false;
+}
+
+static void assert_error(struct fixture *f, int rc, const char *needle)
+{
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(f->err, needle))
+		fail_msg("error '%s' lacks '%s'", f->err, needle);
+	assert_null(strchr(f->err, '\n'));
+}
+
+static void test_defaults(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "src", "mnt", NULL), 0);
+	assert_string_equal(f->o.source, "src");
+	assert_string_equal(f->o.mountpoint, "mnt");
+	assert_false(f->o.foreground);
+	assert_false(f->o.single_thread);
+	assert_true(f->o.clone_fd);
+	assert_int_equal(f->o.max_threads, 10);
+	assert_int_equal(f->o.max_idle_threads, 10);
+	assert_true(f->o.attr_timeout == 1.0);
+	assert_int_equal(f->o.n_mount_opts, 0);
+}
+
+static void test_fuse_flags_and_values(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "-s", "-o",
+			       "allow_other,max_threads=4,max_idle_threads=0,"
+			       "no_clone_fd,ro,attr_timeout=0.5",
+			       "src", "mnt", NULL),
+			 0);
+	assert_true(f->o.single_thread);
+	assert_true(f->o.allow_other);
+	assert_true(f->o.read_only);
+	assert_false(f->o.clone_fd);
+	assert_int_equal(f->o.max_threads, 4);
+	assert_int_equal(f->o.max_idle_threads, 0);
+	assert_true(f->o.attr_timeout == 0.5);
+	assert_true(has_mount_opt(&f->o, "allow_other"));
+	assert_true(has_mount_opt(&f->o, "ro"));
+	assert_false(has_mount_opt(&f->o, "max_threads=4"));
+}
+
+static void test_debug_implies_foreground(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "-d", "src", "mnt", NULL), 0);
+	assert_true(f->o.debug);
+	assert_true(f->o.foreground);
+}
+
+/* mount.fuse3 runs "aheadfs SOURCE MOUNTPOINT -o OPTS" with fstab's
+ * options, generic ones included. */
+static void test_mount_fuse3_style(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "/data", "/srv/data", "-o",
+			       "rw,defaults,_netdev,noauto,user,users,nofail,"
+			       "nosuid,nodev,noexec,noatime,relatime,"
+			       "x-systemd.automount,comment=hello,dev,suid",
+			       NULL),
+			 0);
+	assert_string_equal(f->o.source, "/data");
+	assert_true(has_mount_opt(&f->o, "nosuid"));
+	assert_true(has_mount_opt(&f->o, "noatime"));
+	assert_true(has_mount_opt(&f->o, "rw"));
+	assert_false(has_mount_opt(&f->o, "defaults"));
+	assert_false(has_mount_opt(&f->o, "_netdev"));
+	assert_false(has_mount_opt(&f->o, "x-systemd.automount"));
+	assert_false(f->o.read_only);
+}
+
+static void test_attached_o_and_escapes(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "-oro,fsname=a\\,b", "src", "mnt", NULL), 0);
+	assert_true(f->o.read_only);
+	assert_true(f->o.has_fsname);
+	assert_true(has_mount_opt(&f->o, "fsname=a,b"));
+}
+
+static void test_rw_after_ro(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "-o", "ro", "-o", "rw", "src", "mnt", NULL),
+			 0);
+	assert_false(f->o.read_only);
+}
+
+static void test_help_and_version(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "--help", NULL), 0);
+	assert_true(f->o.show_help);
+	afs_opts_init(&f->o);
+	assert_int_equal(parse(f, "-V", NULL), 0);
+	assert_true(f->o.show_version);
+}
+
+static void test_help_lists_options(void **state)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(m);
+	afs_opts_help(m);
+	fclose(m);
+	assert_non_null(strstr(text, "usage: aheadfs"));
+	assert_non_null(strstr(text, "max_threads=N"));
+	assert_non_null(strstr(text, "no_default_permissions"));
+	assert_non_null(strstr(text, "allow_other"));
+	free(text);
+}
+
+static void test_unknown_o_option(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_error(f, parse(f, "-o", "allow_other,bogus", "s", "m", NULL),
+		     "unknown option '-o bogus'");
+}
+
+static void test_unknown_dash_option(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_error(f, parse(f, "-x", "s", "m", NULL), "unknown option '-x'");
+	assert_error(f, parse(f, "--frobnicate", "s", "m", NULL),
+		     "unknown option '--frobnicate'");
+}
+
+static void test_o_without_value(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_error(f, parse(f, "s", "m", "-o", NULL),
+		     "option '-o' needs a value");
+}
+
+static void test_malformed_numbers(void **state)
+{
+	struct fixture *f = *state;
+	const char *bad[] = {"max_threads=abc",
+			     "max_threads=",
+			     "max_threads=0",
+			     "max_threads=-1",
+			     "max_threads=+3",
+			     "max_threads=4097",
+			     "max_threads=99999999999999999999",
+			     "max_idle_threads=1x",
+			     "attr_timeout=nan",
+			     "attr_timeout=-1",
+			     "entry_timeout=1e9",
+			     "entry_timeout=inf"};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char opt[64];
+
+		snprintf(opt, sizeof(opt), "%s", bad[i]);
+		afs_opts_free(&f->o);
+		afs_opts_init(&f->o);
+		int rc = parse(f, "-o", opt, "s", "m", NULL);
+
+		if (strchr(bad[i], '=')[1] == '\0')
+			assert_error(f, rc, "needs a value");
+		else
+			assert_error(f, rc, "bad value");
+	}
+}
+
+static void test_value_where_none_taken(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_error(f, parse(f, "-o", "allow_other=1", "s", "m", NULL),
+		     "takes no value");
+	assert_error(f, parse(f, "-o", "clone_fd=yes", "s", "m", NULL),
+		     "takes no value");
+}
+
+static void test_missing_value(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_error(f, parse(f, "-o", "fsname", "s", "m", NULL),
+		     "needs a value");
+	assert_error(f, parse(f, "-o", "fsname=", "s", "m", NULL),
+		     "needs a value");
+}
+
+static void test_missing_and_extra_arguments(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_error(f, parse(f, NULL), "missing SOURCE and MOUNTPOINT");
+	assert_error(f, parse(f, "-f", "src", NULL), "missing MOUNTPOINT");
+	afs_opts_init(&f->o);
+	assert_error(f, parse(f, "a", "b", "c", NULL),
+		     "unexpected argument 'c'");
+}
+
+static void test_conflicting_permissions(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_error(f,
+		     parse(f, "-o",
+			   "default_permissions,no_default_permissions", "s",
+			   "m", NULL),
+		     "conflict");
+}
+
+static void test_double_dash(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "--", "-src", "-mnt", NULL), 0);
+	assert_string_equal(f->o.source, "-src");
+	assert_string_equal(f->o.mountpoint, "-mnt");
+}
+
+/* afs_opts_check() against real paths in the scratch directory. */
+static int check(struct fixture *f, const char *src, const char *mnt)
+{
+	char s[128], m[128];
+
+	snprintf(s, sizeof(s), "%s/%s", f->dir, src);
+	if (mnt[0] == '/')
+		snprintf(m, sizeof(m), "%s", mnt);
+	else
+		snprintf(m, sizeof(m), "%s/%s", f->dir, mnt);
+	afs_opts_free(&f->o);
+	f->o.source = s;
+	f->o.mountpoint = m;
+	f->err[0] = '\0';
+	int rc = afs_opts_check(&f->o, f->err, sizeof(f->err));
+
+	f->o.source = f->o.mountpoint = NULL; /* stack strings */
+	return rc;
+}
+
+static void make(struct fixture *f, const char *name, bool dir)
+{
+	char p[128];
+
+	snprintf(p, sizeof(p), "%s/%s", f->dir, name);
+	if (dir) {
+		assert_int_equal(mkdir(p, 0755), 0);
+	} else {
+		FILE *fp = fopen(p, "w");
+
+		assert_non_null(fp);
+		fclose(fp);
+	}
+}
+
+static void test_check_ok(void **state)
+{
+	struct fixture *f = *state;
+
+	make(f, "src", true);
+	make(f, "mnt", true);
+	f->o.fuse_dev = "/dev/null"; /* any openable device will do */
+	assert_int_equal(check(f, "src", "mnt"), 0);
+}
+
+static void test_check_source_errors(void **state)
+{
+	struct fixture *f = *state;
+
+	make(f, "file", false);
+	make(f, "mnt", true);
+	assert_int_equal(check(f, "nosuch", "mnt"), -ENOENT);
+	assert_non_null(strstr(f->err, "SOURCE"));
+	assert_non_null(strstr(f->err, "No such file or directory"));
+	assert_int_equal(check(f, "file", "mnt"), -ENOTDIR);
+	assert_non_null(strstr(f->err, "is not a directory"));
+}
+
+static void test_check_mountpoint_errors(void **state)
+{
+	struct fixture *f = *state;
+
+	make(f, "src", true);
+	make(f, "file", false);
+	assert_int_equal(check(f, "src", "nosuch"), -ENOENT);
+	assert_non_null(strstr(f->err, "MOUNTPOINT"));
+	assert_int_equal(check(f, "src", "file"), -ENOTDIR);
+	/* /proc is a mount point on every Linux system */
+	assert_int_equal(check(f, "src", "/proc"), -EBUSY);
+	assert_non_null(strstr(f->err, "already a mount point"));
+}
+
+static void test_check_loop(void **state)
+{
+	struct fixture *f = *state;
+
+	make(f, "src", true);
+	make(f, "src/inner", true);
+	make(f, "srcx", true);
+	assert_int_equal(check(f, "src", "src/inner"), -ELOOP);
+	assert_non_null(strstr(f->err, "inside SOURCE"));
+	assert_int_equal(check(f, "src", "src"), -ELOOP);
+	f->o.fuse_dev = "/dev/null";
+	/* a sibling sharing the prefix is not inside */
+	assert_int_equal(check(f, "src", "srcx"), 0);
+}
+
+static void test_check_no_fuse_device(void **state)
+{
+	struct fixture *f = *state;
+
+	make(f, "src", true);
+	make(f, "mnt", true);
+	f->o.fuse_dev = "/nonexistent/fuse";
+	assert_int_equal(check(f, "src", "mnt"), -ENODEV);
+	assert_non_null(strstr(f->err, "no /nonexistent/fuse"));
+}
+
+static bool args_have(const struct fuse_args *a, const char *opt)
+{
+	for (int i = 0; i < a->argc; i++)
+		if (strstr(a->argv[i], opt))
+			return true;
+	return false;
+}
+
+static void test_fuse_args(void **state)
+{
+	struct fixture *f = *state;
+	struct fuse_args a;
+
+	assert_int_equal(parse(f, "-o", "allow_other,noatime", "s", "m", NULL),
+			 0);
+	assert_int_equal(afs_opts_fuse_args(&f->o, 0, &a), 0);
+	assert_string_equal(a.argv[0], "aheadfs");
+	assert_true(args_have(&a, "default_permissions"));
+	assert_true(args_have(&a, "allow_other"));
+	assert_true(args_have(&a, "noatime"));
+	assert_true(args_have(&a, "fsname=s"));
+	assert_true(args_have(&a, "subtype=aheadfs"));
+	fuse_opt_free_args(&a);
+
+	/* not root: no forced default_permissions */
+	assert_int_equal(afs_opts_fuse_args(&f->o, 1000, &a), 0);
+	assert_false(args_have(&a, "default_permissions"));
+	fuse_opt_free_args(&a);
+}
+
+static void test_default_permissions_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct fuse_args a;
+
+	assert_int_equal(parse(f, "-o", "allow_other,no_default_permissions",
+			       "s", "m", NULL),
+			 0);
+	assert_false(afs_opts_default_permissions(&f->o, 0));
+	assert_int_equal(afs_opts_fuse_args(&f->o, 0, &a), 0);
+	assert_false(args_have(&a, "default_permissions"));
+	fuse_opt_free_args(&a);
+}
+
+static void test_fsname_escaped(void **state)
+{
+	struct fixture *f = *state;
+	struct fuse_args a;
+
+	assert_int_equal(parse(f, "s", "m", NULL), 0);
+	f->o.source_real = strdup("/data/a,b");
+	assert_int_equal(afs_opts_fuse_args(&f->o, 0, &a), 0);
+	assert_true(args_have(&a, "fsname=/data/a\\,b"));
+	fuse_opt_free_args(&a);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_defaults),
+		T(test_fuse_flags_and_values),
+		T(test_debug_implies_foreground),
+		T(test_mount_fuse3_style),
+		T(test_attached_o_and_escapes),
+		T(test_rw_after_ro),
+		T(test_help_and_version),
+		T(test_help_lists_options),
+		T(test_unknown_o_option),
+		T(test_unknown_dash_option),
+		T(test_o_without_value),
+		T(test_malformed_numbers),
+		T(test_value_where_none_taken),
+		T(test_missing_value),
+		T(test_missing_and_extra_arguments),
+		T(test_conflicting_permissions),
+		T(test_double_dash),
+		T(test_check_ok),
+		T(test_check_source_errors),
+		T(test_check_mountpoint_errors),
+		T(test_check_loop),
+		T(test_check_no_fuse_device),
+		T(test_fuse_args),
+		T(test_default_permissions_refused),
+		T(test_fsname_escaped),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
