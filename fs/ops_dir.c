@@ -22,6 +22,7 @@ void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	char proc[AFS_PROCPATH_LEN];
 	struct afs_dir *d = NULL;
 	struct afs_creds c;
 	int fd = -1, rc;
@@ -33,7 +34,10 @@ void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rc = afs_req_creds_enter(req, &c, false);
 	if (rc)
 		goto out_put;
-	fd = openat(i->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Not openat(fd, "."): that needs search permission on the
+	 * directory, where opendir() needs only read permission. */
+	afs_procpath(proc, i->fd);
+	fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		rc = -errno;
 	afs_creds_leave(&c);
