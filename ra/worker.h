@@ -33,7 +33,8 @@
  *     queued demand items and finish what is in flight, then joins them.
  *   - A callback may submit more items (a window split in pieces); after
  *     shutdown began those submits get -ESHUTDOWN and the caller runs them
- *     inline.
+ *     inline.  Callers other than callbacks must not submit or cancel once
+ *     ra_pool_destroy() has started (the pool is freed when it returns).
  *
  * Locking: one mutex (pool->lock) guards the queues, the in-flight table and
  * the counters; it is never held while a callback runs.  Callbacks run
@@ -68,6 +69,11 @@ struct ra_work {
 struct ra_pool_config {
 	unsigned int workers; /* threads, 1..64 */
 	unsigned int queue_depth; /* items per priority queue, 1..65536 */
+	/* Optional, run on each worker thread before its first item and after
+	 * its last (RCU registration: cache_thread_online()). */
+	void (*thread_init)(void *arg);
+	void (*thread_exit)(void *arg);
+	void *thread_arg;
 };
 
 struct ra_pool_stats {
@@ -98,8 +104,8 @@ int ra_pool_create(const struct ra_pool_config *cfg, struct ra_pool **out);
  * demand items, wait for running items, join the threads, free @pool.
  *
  * Context: Sleeps until the workers are done.  Must not be called from a
- * callback.  No ra_pool_submit() or ra_pool_cancel() may start after it
- * returns; ones running concurrently with it are safe.
+ * callback.  Only callbacks may call ra_pool_submit() while it runs (they
+ * get -ESHUTDOWN); nothing may use @pool once it returns.
  */
 void ra_pool_destroy(struct ra_pool *pool);
 
