@@ -50,13 +50,24 @@ struct cache_page;
 #define RA_IO_PAGE_SHIFT 12
 #define RA_IO_PAGE_SIZE (1u << RA_IO_PAGE_SHIFT)
 
-/* What ra_backing_read() needs from a page: the cache's accessors in
- * production (ra_cache_page_ops), a fake in unit tests. */
+/* What ra_backing_read() needs from a page.  In production these are the
+ * cache's own accessors, whose signatures match exactly:
+ *	static const struct ra_page_ops ops = RA_CACHE_PAGE_OPS;
+ * in a file that includes "cache/cache.h" (ra.c); unit tests use fakes.  A
+ * macro, not an object, so afs_ra's I/O files do not link against cache/. */
 struct ra_page_ops {
 	uint64_t (*index)(const struct cache_page *p);
-	void *(*data)(struct cache_page *p); /* RA_IO_PAGE_SIZE, aligned */
-	void (*complete)(struct cache_page *p, int err); /* drops the ref */
+	/* The page's RA_IO_PAGE_SIZE buffer, RA_IO_PAGE_SIZE-aligned. */
+	void *(*data)(const struct cache_page *p);
+	/* Once per page: 0 = uptodate, else the -errno; drops the ref. */
+	void (*complete)(struct cache_page *p, int err);
 };
+
+#define RA_CACHE_PAGE_OPS                                                      \
+	{                                                                      \
+		.index = cache_page_index, .data = cache_page_data,            \
+		.complete = cache_page_complete,                               \
+	}
 
 enum ra_backing_mode {
 	RA_BACKING_AUTO = 0, /* request: O_DIRECT if the probe read works */
@@ -72,7 +83,7 @@ struct ra_backing_config {
 	enum ra_backing_mode mode; /* what is asked for */
 	uint64_t chunk; /* split runs on this many bytes (stripe chunk);
 			   0: no split (runs still split at IOV_MAX pages) */
-	const struct ra_page_ops *ops; /* NULL: ra_cache_page_ops */
+	const struct ra_page_ops *ops; /* required; kept: must outlive b */
 	ra_preadv_fn preadv_hook; /* NULL: preadv(2); tests only */
 	void *hook_ctx;
 };
@@ -103,7 +114,8 @@ struct ra_backing; /* opaque, reference counted */
  * and drops what it read with POSIX_FADV_DONTNEED (no second cached copy).
  *
  * Context: Opens a file and may do one read; sleeps.
- * Return: 0 and *@out with one reference, -EINVAL (bad config), -ENOMEM, or
+ * Return: 0 and *@out with one reference, -EINVAL (bad config: no ops, a
+ * chunk not a multiple of RA_IO_PAGE_SIZE, an unknown mode), -ENOMEM, or
  * the open's -errno (RA_BACKING_DIRECT refused: -EINVAL).
  */
 int ra_backing_open(int fd, const struct ra_backing_config *cfg,
@@ -170,9 +182,5 @@ void ra_backing_stats(const struct ra_backing *b, struct ra_backing_stats *st);
 
 /** ra_backing_mode_name() - "auto", "direct", "buffered". */
 const char *ra_backing_mode_name(enum ra_backing_mode m);
-
-/* The cache's own page accessors (cache_page_index(), cache_page_data(),
- * cache_page_complete()), the default ops. */
-extern const struct ra_page_ops ra_cache_page_ops;
 
 #endif /* AHEADFS_RA_BACKING_H */
