@@ -52,9 +52,9 @@ struct ra_backing {
 	ra_preadv_fn hook;
 	void *hook_ctx;
 	int refs; /* __atomic */
-	/* Counters: relaxed atomics, summed by readers of the stats. */
-	uint64_t reads, bytes, pieces_queued, pages_ok, pages_eof, errors,
-		pages_failed;
+	/* Counters: relaxed atomics, also added to *totals when set. */
+	struct ra_io_totals c;
+	struct ra_io_totals *totals;
 };
 
 /* A queued piece (whole = false) or window (whole = true). */
@@ -67,10 +67,13 @@ struct piece {
 	struct cache_page *pages[];
 };
 
-static void ctr_add(uint64_t *c, uint64_t v)
-{
-	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
-}
+#define CTR_ADD(b, field, v)                                                   \
+	do {                                                                   \
+		__atomic_fetch_add(&(b)->c.field, (v), __ATOMIC_RELAXED);      \
+		if ((b)->totals)                                               \
+			__atomic_fetch_add(&(b)->totals->field, (v),           \
+					   __ATOMIC_RELAXED);                  \
+	} while (0)
 
 static ssize_t do_preadv(struct ra_backing *b, int fd, const struct iovec *iov,
 			 int iovcnt, off_t off)
@@ -107,8 +110,8 @@ static void complete_zero(struct ra_backing *b, struct cache_page **pages,
 		memset(b->ops->data(pages[i]), 0, RA_IO_PAGE_SIZE);
 		b->ops->complete(pages[i], 0);
 	}
-	ctr_add(&b->pages_ok, n - from);
-	ctr_add(&b->pages_eof, n - from);
+	CTR_ADD(b, pages_ok, n - from);
+	CTR_ADD(b, pages_eof, n - from);
 }
 
 static void complete_ok(struct ra_backing *b, struct cache_page **pages,
@@ -116,7 +119,7 @@ static void complete_ok(struct ra_backing *b, struct cache_page **pages,
 {
 	for (size_t i = 0; i < n; i++)
 		b->ops->complete(pages[i], 0);
-	ctr_add(&b->pages_ok, n);
+	CTR_ADD(b, pages_ok, n);
 }
 
 static void drop_from_page_cache(struct ra_backing *b, off_t off, size_t len)
@@ -137,20 +140,20 @@ static int read_one(struct ra_backing *b, struct cache_page *p)
 	ssize_t r = do_preadv(b, b->fd, &iov, 1, off);
 
 	if (r < 0) {
-		ctr_add(&b->errors, 1);
-		ctr_add(&b->pages_failed, 1);
+		CTR_ADD(b, errors, 1);
+		CTR_ADD(b, pages_failed, 1);
 		b->ops->complete(p, (int)r);
 		return (int)r;
 	}
-	ctr_add(&b->reads, 1);
-	ctr_add(&b->bytes, (uint64_t)r);
+	CTR_ADD(b, reads, 1);
+	CTR_ADD(b, bytes, (uint64_t)r);
 	drop_from_page_cache(b, off, (size_t)r);
 	if ((size_t)r < RA_IO_PAGE_SIZE)
 		memset((char *)iov.iov_base + r, 0,
 		       RA_IO_PAGE_SIZE - (size_t)r);
-	ctr_add(&b->pages_ok, 1);
+	CTR_ADD(b, pages_ok, 1);
 	if (r == 0)
-		ctr_add(&b->pages_eof, 1);
+		CTR_ADD(b, pages_eof, 1);
 	b->ops->complete(p, 0);
 	return (size_t)r < RA_IO_PAGE_SIZE ? 1 : 0;
 }
@@ -182,7 +185,7 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 
 		if (r < 0) {
 			/* Narrow the failure down to the pages it covers. */
-			ctr_add(&b->errors, 1);
+			CTR_ADD(b, errors, 1);
 			for (; done < n; done++) {
 				int one = read_one(b, pages[done]);
 
@@ -195,8 +198,8 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 			}
 			return rc;
 		}
-		ctr_add(&b->reads, 1);
-		ctr_add(&b->bytes, (uint64_t)r);
+		CTR_ADD(b, reads, 1);
+		CTR_ADD(b, bytes, (uint64_t)r);
 		drop_from_page_cache(b, off, (size_t)r);
 		full = (size_t)r >> RA_IO_PAGE_SHIFT;
 		tail = (size_t)r & (RA_IO_PAGE_SIZE - 1);
@@ -210,9 +213,9 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 		memset((char *)iov[done].iov_base + tail, 0,
 		       RA_IO_PAGE_SIZE - tail);
 		b->ops->complete(pages[done], 0);
-		ctr_add(&b->pages_ok, 1);
+		CTR_ADD(b, pages_ok, 1);
 		if (tail == 0)
-			ctr_add(&b->pages_eof, 1);
+			CTR_ADD(b, pages_eof, 1);
 		complete_zero(b, pages, done + 1, n);
 		break;
 	}
@@ -311,7 +314,7 @@ int ra_backing_read(struct ra_backing *b, struct cache_page **pages, size_t nr,
 			free(pc);
 			break;
 		}
-		ctr_add(&b->pieces_queued, 1);
+		CTR_ADD(b, pieces_queued, 1);
 		i += len;
 	}
 	inline_from = pool ? i : first;
@@ -438,6 +441,13 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 		posix_fadvise(nfd, 0, 0, POSIX_FADV_RANDOM);
 	}
 	b->fd = nfd;
+	b->totals = cfg->totals;
+	if (b->totals && b->mode == RA_BACKING_DIRECT)
+		__atomic_fetch_add(&b->totals->opens_direct, 1,
+				   __ATOMIC_RELAXED);
+	else if (b->totals)
+		__atomic_fetch_add(&b->totals->opens_buffered, 1,
+				   __ATOMIC_RELAXED);
 	*out = b;
 	return 0;
 
@@ -464,17 +474,31 @@ enum ra_backing_mode ra_backing_mode(const struct ra_backing *b)
 	return b->mode;
 }
 
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
 void ra_backing_stats(const struct ra_backing *b, struct ra_backing_stats *st)
 {
-	st->reads = __atomic_load_n(&b->reads, __ATOMIC_RELAXED);
-	st->bytes = __atomic_load_n(&b->bytes, __ATOMIC_RELAXED);
-	st->pieces_queued =
-		__atomic_load_n(&b->pieces_queued, __ATOMIC_RELAXED);
-	st->pages_ok = __atomic_load_n(&b->pages_ok, __ATOMIC_RELAXED);
-	st->pages_eof = __atomic_load_n(&b->pages_eof, __ATOMIC_RELAXED);
-	st->errors = __atomic_load_n(&b->errors, __ATOMIC_RELAXED);
-	st->pages_failed = __atomic_load_n(&b->pages_failed, __ATOMIC_RELAXED);
+	st->reads = LOAD(b->c.reads);
+	st->bytes = LOAD(b->c.bytes);
+	st->pieces_queued = LOAD(b->c.pieces_queued);
+	st->pages_ok = LOAD(b->c.pages_ok);
+	st->pages_eof = LOAD(b->c.pages_eof);
+	st->errors = LOAD(b->c.errors);
+	st->pages_failed = LOAD(b->c.pages_failed);
 	st->mode = b->mode;
+}
+
+void ra_io_totals_read(const struct ra_io_totals *t, struct ra_io_totals *out)
+{
+	out->reads = LOAD(t->reads);
+	out->bytes = LOAD(t->bytes);
+	out->pieces_queued = LOAD(t->pieces_queued);
+	out->pages_ok = LOAD(t->pages_ok);
+	out->pages_eof = LOAD(t->pages_eof);
+	out->errors = LOAD(t->errors);
+	out->pages_failed = LOAD(t->pages_failed);
+	out->opens_direct = LOAD(t->opens_direct);
+	out->opens_buffered = LOAD(t->opens_buffered);
 }
 
 const char *ra_backing_mode_name(enum ra_backing_mode m)

@@ -86,6 +86,7 @@ struct ra_backing_config {
 	const struct ra_page_ops *ops; /* required; kept: must outlive b */
 	ra_preadv_fn preadv_hook; /* NULL: preadv(2); tests only */
 	void *hook_ctx;
+	struct ra_io_totals *totals; /* optional engine-wide sums, kept */
 };
 
 struct ra_backing_stats {
@@ -97,6 +98,16 @@ struct ra_backing_stats {
 	uint64_t errors; /* failed preadv calls */
 	uint64_t pages_failed; /* pages completed with an error */
 	enum ra_backing_mode mode; /* in force: DIRECT or BUFFERED */
+};
+
+/* Engine-wide sums over every backing opened with it (they outlive the
+ * files): zero-initialise, pass in ra_backing_config.totals, read with
+ * ra_io_totals_read().  Updated with relaxed atomics. */
+struct ra_io_totals {
+	uint64_t reads, bytes, pieces_queued, pages_ok, pages_eof, errors,
+		pages_failed; /* as in struct ra_backing_stats */
+	uint64_t opens_direct; /* backings opened in O_DIRECT mode */
+	uint64_t opens_buffered; /* ... in buffered mode */
 };
 
 struct ra_backing; /* opaque, reference counted */
@@ -147,8 +158,8 @@ enum ra_backing_mode ra_backing_mode(const struct ra_backing *b);
  *
  * Context: Does backing I/O and may sleep; holds no lock across it.  Any
  * thread, worker callbacks included.
- * Return: 0, or the -errno of the first piece's failed read (its pages are
- * completed with it), for the caller's accounting only.
+ * Return: 0, or the first -errno a page read on this thread was completed
+ * with (the first piece's, or a refused piece's), for accounting only.
  */
 int ra_backing_read(struct ra_backing *b, struct cache_page **pages, size_t nr,
 		    struct ra_pool *pool, enum ra_prio prio);
@@ -179,6 +190,13 @@ int ra_backing_queue(struct ra_backing *b, struct cache_page **pages, size_t nr,
  * Context: Any thread.
  */
 void ra_backing_stats(const struct ra_backing *b, struct ra_backing_stats *st);
+
+/**
+ * ra_io_totals_read() - Snapshot of @t (each field read atomically).
+ *
+ * Context: Any thread.
+ */
+void ra_io_totals_read(const struct ra_io_totals *t, struct ra_io_totals *out);
 
 /** ra_backing_mode_name() - "auto", "direct", "buffered". */
 const char *ra_backing_mode_name(enum ra_backing_mode m);

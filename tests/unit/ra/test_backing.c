@@ -306,6 +306,7 @@ struct fx {
 	struct hook *hook;
 	struct ra_backing *b;
 	struct ra_pool *pool;
+	struct ra_io_totals totals;
 };
 
 static struct fx *fx_new(const char *dir, uint64_t size,
@@ -322,6 +323,7 @@ static struct fx *fx_new(const char *dir, uint64_t size,
 	cfg.ops = &fake_ops;
 	cfg.preadv_hook = hook_preadv;
 	cfg.hook_ctx = f->hook;
+	cfg.totals = &f->totals;
 	f->hook->probed = mode == RA_BACKING_BUFFERED; /* no probe read */
 	assert_int_equal(ra_backing_open(f->fd, &cfg, &f->b), 0);
 	if (workers) {
@@ -557,6 +559,7 @@ static void test_error_fails_exactly_its_pages(void **state)
 	struct fx *f = fx_new(disk_dir(), 16 * PG, RA_BACKING_AUTO, 0, 0);
 	struct pageset *ps = pages_range(0, 10);
 	struct ra_backing_stats st;
+	struct ra_io_totals t;
 
 	f->hook->fail_page = 5;
 	assert_int_equal(
@@ -575,6 +578,15 @@ static void test_error_fails_exactly_its_pages(void **state)
 	assert_int_equal(st.pages_failed, 1);
 	assert_int_equal(st.pages_ok, 9);
 	assert_int_equal(st.reads, 9);
+	/* The engine-wide totals saw the same. */
+	ra_io_totals_read(&f->totals, &t);
+	assert_int_equal(t.errors, 2);
+	assert_int_equal(t.pages_failed, 1);
+	assert_int_equal(t.pages_ok, 9);
+	assert_int_equal(t.reads, 9);
+	assert_int_equal(t.bytes, 9 * PG);
+	assert_int_equal(t.opens_direct, 1);
+	assert_int_equal(t.opens_buffered, 0);
 	pages_free(ps);
 	fx_free(f);
 }
@@ -646,6 +658,8 @@ static void test_buffered_on_shm(void **state)
 	ra_backing_stats(f->b, &st);
 	assert_int_equal(st.mode, RA_BACKING_BUFFERED);
 	assert_int_equal(st.bytes, 2 * PG + 100);
+	assert_int_equal(f->totals.opens_buffered, 1);
+	assert_int_equal(f->totals.bytes, 2 * PG + 100);
 	pages_free(ps);
 	fx_free(f);
 }
