@@ -449,6 +449,24 @@ static void test_round_end(void **state)
 			 UINT64_MAX - 1);
 }
 
+/* This machine's own /sys, for the disk holding the temp dir: whatever the
+ * device is, its files must parse (never RA_GEOM_INVALID), and the cap must
+ * follow the rule.  A machine without /sys gives "none". */
+static void test_real_sysfs_parses(void **state)
+{
+	struct tree *t = *state;
+	struct ra_geometry g;
+	struct stat st;
+
+	assert_int_equal(stat(t->root, &st), 0);
+	assert_int_equal(ra_geometry_probe("/sys", st.st_dev, &g), 0);
+	if (g.source == RA_GEOM_INVALID)
+		fail_msg("real sysfs judged invalid: %s", g.why);
+	assert_int_equal(g.max_window,
+			 g.stripe * 2 > 1 * MiB ? g.stripe * 2 : 1 * MiB);
+	assert_true(g.chunk == 0 || g.stripe % g.chunk == 0);
+}
+
 static void test_source_names(void **state)
 {
 	assert_string_equal(ra_geometry_source_name(RA_GEOM_NONE), "none");
@@ -476,6 +494,7 @@ int main(void)
 		T(test_override),
 		T(test_parse_size),
 		T(test_round_end),
+		T(test_real_sysfs_parses),
 		T(test_source_names),
 #undef T
 	};
