@@ -255,11 +255,30 @@ static void stream_sync(struct ra_hstate *st, struct ra_stream_table *t,
 	state_set(st, d);
 }
 
+/* Record a window the per-handle rules opened: into @slot if it moves that
+ * stream forward (never back: a stale handle window behind the stream only
+ * refreshes it), else as a new stream. */
+static void stream_record(struct ra_stream_table *t, int slot,
+			  struct ra_decision *d)
+{
+	if (slot >= 0) {
+		struct ra_stream *s = &t->s[slot];
+
+		if (d->start + d->size <= s->start + s->size) {
+			s->last_use = t->tick;
+			d->stream = slot;
+			return;
+		}
+	}
+	d->stream =
+		ra_stream_set_window(t, slot, d->start, d->size, d->async_size);
+}
+
 void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *t,
 		    const struct ra_params *p, const struct ra_view *v,
 		    uint64_t index, uint64_t req, struct ra_decision *d)
 {
-	int slot;
+	int slot, cand;
 
 	if (!req)
 		req = 1;
@@ -270,28 +289,36 @@ void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *t,
 	}
 
 	t->tick++;
-	slot = ra_stream_match(t, index);
-	if (slot >= 0) {
+	slot = ra_stream_match(t, index, req);
+	/* 1: a page of a stream's window is gone: refill it at the stream's
+	 * (thrash-capped) size. */
+	if (slot >= 0 && index >= t->s[slot].start &&
+	    index < t->s[slot].start + t->s[slot].size) {
 		stream_sync(st, t, slot, p, index, req, d);
 		return;
 	}
-	sync_rules(st, p, v, index, req, p->max, d);
+	/* 2: the per-handle rules, exactly; a window they open is a stream. */
+	sync_rules(st, p, v, index, req, ra_stream_cap(t, slot), d);
 	if (d->kind != RA_KIND_RANDOM) {
-		d->stream = ra_stream_set_window(t, -1, d->start, d->size,
-						 d->async_size);
+		stream_record(t, slot, d);
 		return;
 	}
-	slot = ra_stream_match_candidate(t, index);
-	if (slot >= 0) {
-		/* The read continues another handle's (or an earlier read's)
-		 * random read exactly: the sequential-miss rule, with the
-		 * inode's history standing in for the handle's. */
+	/* 3: the read continues a candidate exactly: the sequential-miss rule,
+	 * with the inode's history standing in for the handle's. */
+	cand = ra_stream_match_candidate(t, index);
+	if (cand >= 0) {
 		initial_window(p, d, RA_KIND_STREAM_SEQ, index, req, p->max);
-		d->stream = ra_stream_set_window(t, slot, d->start, d->size,
+		d->stream = ra_stream_set_window(t, cand, d->start, d->size,
 						 d->async_size);
 		state_set(st, d);
 		return;
 	}
+	/* 4: within a stream's reach (a reordered request): continue it. */
+	if (slot >= 0) {
+		stream_sync(st, t, slot, p, index, req, d);
+		return;
+	}
+	/* 5: random; it may only leave a candidate. */
 	ra_stream_note_candidate(t, index, req);
 }
 
@@ -326,20 +353,8 @@ void ra_decide_async(struct ra_hstate *st, struct ra_stream_table *t,
 		state_set(st, d);
 		return;
 	}
-	slot = ra_stream_match(t, index);
+	slot = ra_stream_match(t, index, req);
 	async_rules(st, p, v, index, req, ra_stream_cap(t, slot), d);
-	if (d->kind == RA_KIND_ASYNC_GIVEUP)
-		return;
-	if (slot >= 0) {
-		s = &t->s[slot];
-		/* Never move a stream back: a handle's stale window behind
-		 * the stream only refreshes it. */
-		if (d->start + d->size <= s->start + s->size) {
-			s->last_use = t->tick;
-			d->stream = slot;
-			return;
-		}
-	}
-	d->stream =
-		ra_stream_set_window(t, slot, d->start, d->size, d->async_size);
+	if (d->kind != RA_KIND_ASYNC_GIVEUP)
+		stream_record(t, slot, d);
 }

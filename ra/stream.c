@@ -27,9 +27,6 @@ void ra_stream_table_init(struct ra_stream_table *t, uint64_t max)
 		max = 1;
 	t->max = max;
 	t->min_cap = u64_min(max, 4);
-	/* 4 * max can only overflow for absurd max values; cap it anyway. */
-	t->behind = u64_max(max < (UINT64_MAX >> 3) ? 4 * max : max,
-			    RA_STREAM_BEHIND_MIN);
 	t->idle = 64 * RA_STREAMS;
 }
 
@@ -44,24 +41,37 @@ static bool stream_idle(const struct ra_stream_table *t,
 	return t->tick - s->last_use > t->idle;
 }
 
-/* Distance from @index to @s's match range, or UINT64_MAX outside it.  0
- * inside the window; the distance to the window otherwise. */
-static uint64_t stream_distance(const struct ra_stream_table *t,
-				const struct ra_stream *s, uint64_t index)
+/* How far from its window a stream still claims a request: four windows
+ * (or four requests, early on).  A stream at a 1 MiB window then tolerates
+ * 4 MiB of reordering either way, as an NFS server's thread pool needs
+ * (35 threads x 128 KiB in flight, some requests more than 2 MiB late),
+ * while a young stream does not swallow a neighbour 1000 pages away (a
+ * matrix column scan). */
+static uint64_t stream_reach(const struct ra_stream *s, uint64_t req)
+{
+	return RA_STREAM_REACH * u64_max(s->size, req);
+}
+
+/* Distance from @index to @s's window, or UINT64_MAX beyond its reach; 0
+ * inside the window. */
+static uint64_t stream_distance(const struct ra_stream *s, uint64_t index,
+				uint64_t req)
 {
 	uint64_t end = s->start + s->size;
-	uint64_t lo = s->start > t->behind ? s->start - t->behind : 0;
+	uint64_t reach = stream_reach(s, req);
 
-	if (index < lo || (index >= end && index - end > t->behind))
-		return UINT64_MAX;
+	/* Behind the window: anywhere the stream has been (a late request
+	 * can be very late), plus the reach before where it started. */
 	if (index < s->start)
-		return s->start - index;
+		return index + reach >= s->origin ? s->start - index
+						  : UINT64_MAX;
 	if (index >= end)
-		return index - end + 1;
+		return index - end < reach ? index - end + 1 : UINT64_MAX;
 	return 0;
 }
 
-int ra_stream_match(const struct ra_stream_table *t, uint64_t index)
+int ra_stream_match(const struct ra_stream_table *t, uint64_t index,
+		    uint64_t req)
 {
 	uint64_t best = UINT64_MAX;
 	int slot = -1;
@@ -72,10 +82,12 @@ int ra_stream_match(const struct ra_stream_table *t, uint64_t index)
 
 		if (s->state != RA_STREAM_ACTIVE)
 			continue;
-		d = stream_distance(t, s, index);
+		d = stream_distance(s, index, req);
+		if (d == UINT64_MAX)
+			continue;
 		/* Ties go to the most recently used stream. */
-		if (d < best || (d == best && d != UINT64_MAX &&
-				 s->last_use > t->s[slot].last_use)) {
+		if (d < best ||
+		    (d == best && s->last_use > t->s[slot].last_use)) {
 			best = d;
 			slot = i;
 		}
@@ -149,7 +161,10 @@ int ra_stream_set_window(struct ra_stream_table *t, int slot, uint64_t start,
 		 * window counts, so its first thrash shrinks it. */
 		s->cap = t->max;
 		s->windows_since_shrink = 1;
+		s->origin = start;
 	}
+	if (start < s->origin)
+		s->origin = start;
 	s->state = RA_STREAM_ACTIVE;
 	s->start = start;
 	s->size = size;
@@ -210,7 +225,7 @@ static void stream_shrink(struct ra_stream_table *t, struct ra_stream *s)
 
 int ra_stream_thrash(struct ra_stream_table *t, uint64_t index)
 {
-	int slot = ra_stream_match(t, index);
+	int slot = ra_stream_match(t, index, 1);
 
 	if (slot < 0)
 		return -1;
@@ -224,7 +239,7 @@ int ra_stream_waste(struct ra_stream_table *t, uint64_t index, uint64_t pages)
 	int slot = -1;
 
 	if (index != RA_NO_PAGE) {
-		slot = ra_stream_match(t, index);
+		slot = ra_stream_match(t, index, 1);
 	} else {
 		for (int i = 0; i < RA_STREAMS; i++) {
 			const struct ra_stream *s = &t->s[i];

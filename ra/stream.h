@@ -13,42 +13,56 @@
  * How the table combines with DESIGN.md's per-handle rules (decide.c; the
  * table is optional, RA_KIND_* name the outcome):
  *
- * Sync miss at @index, @req pages:
- *   1. An ACTIVE stream S matches @index when @index lies in
- *      [S.start - behind, S.start + S.size + behind]: behind tolerates
- *      requests that arrive late or early (an NFS server's thread pool was
- *      measured delivering one sequential read up to several MiB out of
- *      order).  The closest stream wins.  With a match, S's window is the
- *      state and max is min(max, S.cap):
- *      - @index >= S's window end (a request that overtook the window):
- *        STREAM_AHEAD, push S forward as its mark would (start = end,
- *        size = next_size(size), async_size = size), growing the size by
- *        next_size() until the window covers the request; if even max
- *        cannot cover it, the window starts at @index instead (the pages
- *        skipped are filled by the late requests, rule STREAM_BEHIND).
- *      - @index inside S's window (its pages were read ahead and are gone:
- *        evicted, thrashed or invalidated): STREAM_REFILL, start = @index,
- *        size = max(min(S.size, max), req), async_size = size - req if that
- *        is positive, else size / 2 (the sequential-miss rule).
- *      - @index before S's window (a late request whose pages the stream
- *        skipped or lost): STREAM_BEHIND, read [@index, @index + n) with
- *        n = max(req, min(S.start - @index, max)), no mark; S's window and
- *        the handle's stay as they are.
- *      Otherwise the handle's state takes a copy of the new window.
- *   2. No match: DESIGN.md's rules on the handle state, exactly.  A window
- *      they open (initial, oversize, sequential, context) becomes a new
- *      ACTIVE stream (cap = max).  A random result is then checked
- *      against the candidates: @index in [C.next - 1, C.next] is the
- *      sequential-miss rule applied to the inode's history rather than the
- *      handle's (STREAM_SEQ: start = @index, size = init_size(req), async
- *      as for a sequential miss; C becomes ACTIVE).  Otherwise the read
- *      stays random and leaves (or refreshes) a candidate.
+ * A stream S *reaches* @index when @index lies within RA_STREAM_REACH x
+ * max(S.size, req) pages after its window [S.start, S.end), or anywhere
+ * from that many pages before its origin (the lowest start it has had) up
+ * to its window: where the stream has passed, a late request is part of
+ * it, however late.  A stream at a 1 MiB window tolerates requests 4 MiB
+ * ahead, and any lateness (an NFS
+ * server's thread pool was measured delivering one client's sequential
+ * read as 128 KiB requests from 35 threads, two thirds behind the furthest
+ * offset, some by more than 2 MiB), a young stream only a few requests (so
+ * it does not swallow a neighbouring stream, as in a matrix column scan).
+ * When several reach @index, the closest wins (0 inside the window), ties
+ * to the most recently used.
+ *
+ * Sync miss at @index, @req pages, in this order:
+ *   1. @index inside S's window (its pages were read ahead and are gone:
+ *      evicted, thrashed, invalidated): STREAM_REFILL, start = @index,
+ *      size = max(min(S.size, cap), req), async_size = size - req if that is
+ *      positive, else size / 2 (the sequential-miss rule).
+ *   2. DESIGN.md's per-handle rules, exactly, with max = S.cap when a
+ *      stream S reaches @index.  A window they open (initial, oversize,
+ *      sequential, context) moves S forward, or starts a new stream (cap =
+ *      max); a window that would move S back only refreshes S.
+ *   3. Random by those rules, but @index in [C.next - 1, C.next] of a
+ *      candidate C: the sequential-miss rule applied to the inode's history
+ *      instead of the handle's (STREAM_SEQ: start = @index, size =
+ *      init_size(req), async_size as for a sequential miss; C becomes
+ *      ACTIVE).  This is what finds a stream whose reads each come on a new
+ *      handle, and interleaved streams one read earlier than context
+ *      readahead does.
+ *   4. Random by those rules, but a stream S reaches @index (a reordered
+ *      request):
+ *      - @index >= S.end (it overtook the window): STREAM_AHEAD, push S as
+ *        its mark would (start = S.end, size = next_size(S.size),
+ *        async_size = size), growing the size by next_size() until the
+ *        window covers the request; if the cap cannot cover it, the window
+ *        starts at @index instead (the gap is filled by the late requests).
+ *      - @index < S.start (a late request whose pages the stream skipped
+ *        or lost): STREAM_BEHIND, read [@index, @index + n) with n =
+ *        max(req, min(S.start - @index, cap)), no mark; S's window and the
+ *        handle's stay as they are.
+ *   5. Otherwise random: read exactly the request; it leaves (or refreshes)
+ *      a candidate with next = @index + req.  Random reads never touch an
+ *      ACTIVE stream.
+ *   The handle's state takes a copy of every window from 1, 3 and 4.
  * Async (mark hit at @index):
  *   1. An ACTIVE stream whose mark is @index: STREAM_ASYNC, DESIGN.md's push
- *      on S's window with max = min(max, S.cap); a clean window.
+ *      on S's window with max = S.cap; a clean window for the feedback.
  *   2. Otherwise DESIGN.md's async rules on the handle state (own mark:
- *      push; else next_hole recovery), with max = min(max, S.cap) when a
- *      stream S matches @index; the window goes to S (or a new stream).
+ *      push; else next_hole recovery), with max = S.cap when a stream S
+ *      reaches @index; the window is recorded as in sync rule 2.
  *
  * Thrash feedback: a miss on a page the cache evicted prefetched-and-unused
  * (a ghost hit) and waste (such an eviction) halve the cap of the stream
@@ -83,6 +97,7 @@ struct ra_stream {
 	uint64_t start; /* ACTIVE: the window */
 	uint64_t size;
 	uint64_t async_size;
+	uint64_t origin; /* ACTIVE: lowest window start so far */
 	uint64_t next; /* CANDIDATE: page after its last read */
 	uint64_t cap; /* window cap, min_cap..max */
 	uint64_t last_use; /* table tick of the last decision */
@@ -98,15 +113,12 @@ struct ra_stream_table {
 	uint64_t tick;
 	uint64_t max; /* cap ceiling: the engine's max window */
 	uint64_t min_cap; /* cap floor */
-	uint64_t behind; /* match tolerance behind a window, pages */
 	uint64_t idle; /* ticks after which an ACTIVE stream is idle */
 };
 
-/* Defaults: behind = max(4 * max, 2048) pages (8 MiB and more: the NFS
- * measurement saw 35 threads with 128 KiB requests in flight, 4.4 MiB, and
- * requests more than 2 MiB behind the furthest), idle = 64 * RA_STREAMS
- * decisions, min_cap = min(max, 4). */
-#define RA_STREAM_BEHIND_MIN 2048
+/* Reach of a stream, in windows (see the top).  Defaults: idle = 64 *
+ * RA_STREAMS decisions, min_cap = min(max, 4). */
+#define RA_STREAM_REACH 4
 
 /** ra_stream_table_init() - Empty table for windows up to @max pages. */
 void ra_stream_table_init(struct ra_stream_table *t, uint64_t max);
@@ -115,11 +127,12 @@ void ra_stream_table_init(struct ra_stream_table *t, uint64_t max);
 void ra_stream_table_reset(struct ra_stream_table *t);
 
 /**
- * ra_stream_match() - The ACTIVE stream closest to @index within its match
- * range (see the top of this file).
+ * ra_stream_match() - The ACTIVE stream closest to @index among those that
+ * reach it for a request of @req pages (see the top of this file).
  * Return: The slot, or -1.
  */
-int ra_stream_match(const struct ra_stream_table *t, uint64_t index);
+int ra_stream_match(const struct ra_stream_table *t, uint64_t index,
+		    uint64_t req);
 
 /**
  * ra_stream_match_mark() - The ACTIVE stream whose READAHEAD mark is @index.
