@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ra/ra.h" /* enum ra_context_rule, enum ra_kind */
+
 struct ra_stream_table;
 
 /* prev_index before any read: -1 in DESIGN.md's arithmetic. */
@@ -41,16 +43,6 @@ struct ra_hstate {
 	uint64_t size;
 	uint64_t async_size;
 	uint64_t prev_index;
-};
-
-/* Which context rule a sync miss that is neither initial nor sequential
- * gets (DESIGN.md section 5, sync rule 2). */
-enum ra_context_rule {
-	RA_CONTEXT_OFF = 0, /* never: such a miss is random */
-	RA_CONTEXT_CONSERVATIVE, /* default: contig > req, size = min(contig +
-				  * req, max), async_size = 1 (mainline) */
-	RA_CONTEXT_LOOSE, /* the 2009 patch: contig > 0, size =
-			   * init_size(contig + req), async_size = size */
 };
 
 /**
@@ -81,25 +73,6 @@ struct ra_view {
 	uint64_t (*prev_hole)(void *ctx, uint64_t index, uint64_t max_scan);
 	uint64_t (*next_hole)(void *ctx, uint64_t index, uint64_t max_scan);
 	void *ctx;
-};
-
-/* Why a decision came out as it did; every decision is counted by kind. */
-enum ra_kind {
-	RA_KIND_NONE = 0, /* read just the request, no window, no state */
-	RA_KIND_INITIAL, /* sync: read at page 0 */
-	RA_KIND_OVERSIZE, /* sync: req > max */
-	RA_KIND_SEQ_MISS, /* sync: index - prev_index <= 1 */
-	RA_KIND_CONTEXT, /* sync: prev_hole found a stream's history */
-	RA_KIND_RANDOM, /* sync: read exactly the request, state unchanged */
-	RA_KIND_ASYNC, /* async: own mark, window pushed forward */
-	RA_KIND_ASYNC_RECOVER, /* async: another reader's mark, next_hole */
-	RA_KIND_ASYNC_GIVEUP, /* async: next hole more than max away */
-	RA_KIND_STREAM_SEQ, /* table: sequential to a candidate stream */
-	RA_KIND_STREAM_AHEAD, /* table: miss at/after a stream's window end */
-	RA_KIND_STREAM_REFILL, /* table: miss inside a stream's window */
-	RA_KIND_STREAM_BEHIND, /* table: miss before a stream's window */
-	RA_KIND_STREAM_ASYNC, /* table: a stream's own mark, pushed */
-	RA_KIND_COUNT
 };
 
 /**
@@ -183,8 +156,5 @@ void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *table,
 void ra_decide_async(struct ra_hstate *st, struct ra_stream_table *table,
 		     const struct ra_params *p, const struct ra_view *v,
 		     uint64_t index, uint64_t req, struct ra_decision *d);
-
-/** ra_kind_name() - Short stable name of @kind ("context", ...), for stats. */
-const char *ra_kind_name(enum ra_kind kind);
 
 #endif /* AHEADFS_RA_DECIDE_H */
