@@ -27,6 +27,17 @@
  *     the pages whose own read fails complete with the error.
  * EINTR is retried.  Buffered mode drops what it read from the kernel's page
  * cache (POSIX_FADV_DONTNEED): the data lives in aheadfs's cache only.
+ *
+ * Coherence with writes through the mount: fs/ writes through its own fd
+ * with buffered writes; an O_DIRECT read first writes back and waits for the
+ * dirty page-cache range it covers (the kernel does it), so it never reads
+ * older data than a write that returned before it started.  Which cached
+ * pages a write must update or drop is the cache's business.
+ *
+ * Measured on this machine (virtio disk, ext4, 1 GiB file, cold, fake pages,
+ * 1 MiB reads): O_DIRECT 1.0-1.2 GB/s; buffered + FADV_RANDOM + DONTNEED
+ * 0.86-0.99 GB/s; O_DIRECT split in 256 KiB chunks over 4 workers 1.0-1.2
+ * GB/s (one unstriped disk: no gain expected, no loss seen).
  */
 #include "ra/backing.h"
 
