@@ -584,55 +584,63 @@ static void queue_async(struct ra_file *f, struct cache_page **pages,
 		COUNT(f, queued, 1);
 }
 
+/* Pages per cache_insert_range() call: a window of any size is inserted
+ * and issued in batches of this many (2 KiB of pointers on the stack). */
+#define RA_BATCH 256
+
 /*
- * Insert and issue @d's pages: [io_start, dlo) and [dhi, io_end) as
- * prefetch (queued), [dlo, dhi) as the reader's (read here).  Return: 0 or
- * the demand insertion's -errno.
+ * Insert [lo, hi) in batches; prefetch batches are queued to the workers,
+ * demand batches read on this thread.  Return: 0, or the first insertion's
+ * -errno (-ENOSPC: the budget is exhausted, the rest is not tried).
+ */
+static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
+		       uint64_t mark, bool demand)
+{
+	struct cache_page *pages[RA_BATCH];
+	unsigned int got;
+	int rc;
+
+	for (uint64_t i = lo; i < hi; i += RA_BATCH) {
+		uint64_t n = u64_min(RA_BATCH, hi - i);
+
+		rc = insert(f, i, n, mark, demand ? 0 : CACHE_INSERT_PREFETCH,
+			    pages, &got);
+		if (rc)
+			return rc;
+		if (!demand) {
+			queue_async(f, pages, got);
+			continue;
+		}
+		if (!got)
+			continue;
+		COUNT(f, sync_pages, got);
+		if (ra_backing_read(f->b, pages, got, f->e->pool,
+				    RA_PRIO_DEMAND))
+			COUNT(f, errors, 1);
+	}
+	return 0;
+}
+
+/*
+ * Insert and issue @d's window around the reader's pages [dlo, dhi): the
+ * window's part after them and before them as prefetch (queued first, so
+ * the workers run while this thread reads), then [dlo, dhi) as demand,
+ * whole: the reader needs every one of them, whatever the window (an
+ * oversize read, a window clipped at a stale EOF).
+ * Return: 0, or the demand insertion's -errno.
  */
 static int issue(struct ra_file *f, const struct ra_decision *d, uint64_t dlo,
 		 uint64_t dhi)
 {
 	uint64_t lo = d->io_start, hi = d->io_start + d->io_nr;
-	struct cache_page *stack[64], **pages = stack;
-	unsigned int got;
-	int rc = 0, err;
 
-	if (!d->io_nr)
-		return 0;
-	if (dlo < lo)
-		dlo = lo;
-	if (dhi > hi)
-		dhi = hi;
-	if (dlo > dhi)
-		dlo = dhi;
-	if (d->io_nr > 64) {
-		pages = malloc(d->io_nr * sizeof(*pages));
-		if (!pages)
-			return -ENOMEM;
+	if (hi > lo) {
+		if (hi > dhi)
+			issue_range(f, dhi > lo ? dhi : lo, hi, d->mark, false);
+		if (dlo > lo)
+			issue_range(f, lo, dlo < hi ? dlo : hi, d->mark, false);
 	}
-	/* Ahead of the reader first (queued, so it runs while the reader's
-	 * own pages are read here), then a gap fill before the reader. */
-	err = insert(f, dhi, hi - dhi, d->mark, CACHE_INSERT_PREFETCH, pages,
-		     &got);
-	if (!err)
-		queue_async(f, pages, got);
-	err = insert(f, lo, dlo - lo, d->mark, CACHE_INSERT_PREFETCH, pages,
-		     &got);
-	if (!err)
-		queue_async(f, pages, got);
-	if (dhi > dlo) {
-		rc = insert(f, dlo, dhi - dlo, d->mark, 0, pages, &got);
-		if (!rc && got) {
-			COUNT(f, sync_pages, got);
-			err = ra_backing_read(f->b, pages, got, f->e->pool,
-					      RA_PRIO_DEMAND);
-			if (err)
-				COUNT(f, errors, 1);
-		}
-	}
-	if (pages != stack)
-		free(pages);
-	return rc;
+	return issue_range(f, dlo, dhi, d->mark, true);
 }
 
 int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
@@ -640,7 +648,7 @@ int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
 {
 	struct ra_decision d;
 
-	if (!nr || index >= CACHE_INDEX_LIMIT)
+	if (!nr || index >= CACHE_INDEX_LIMIT || nr > CACHE_INDEX_LIMIT - index)
 		return -EINVAL;
 	decide(f, st, false, index, nr, &d);
 	return issue(f, &d, index, index + nr);

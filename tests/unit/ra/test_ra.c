@@ -260,6 +260,29 @@ static void test_random_reads(void **state)
 	assert_int_equal(fs.backing_bytes, n * 4096);
 }
 
+/* An oversize read (300 pages, max 256) at page 1000: the window is max
+ * pages (init_size(300) = 256, async 128), but the reader's pages are all
+ * demand: inserted and read now, whole.  The mark (1128) is one of them:
+ * the reader hits it and the window is pushed, 1256 + 256, of which
+ * 1300..1511 were missing. */
+static void test_oversize_read(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+	struct ra_state st;
+
+	ra_state_init(&st);
+	assert_int_equal(read_pages(fx, &st, 1000, 300), 300);
+	ra_state_destroy(&st);
+	settle(fx);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.decisions[RA_KIND_OVERSIZE], 1);
+	assert_int_equal(fs.decisions[RA_KIND_STREAM_ASYNC], 1);
+	assert_int_equal(fs.sync_pages, 300);
+	assert_int_equal(fs.async_pages, 1512 - 1300);
+	assert_int_equal(fs.backing_bytes, 512 * 4096);
+}
+
 /* A file whose last page is partial: the tail reads as zeros, nothing is
  * read past EOF, windows are clipped. */
 static int setup_small(void **state)
@@ -514,6 +537,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sequential_read, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_random_reads, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_oversize_read, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_eof_partial_page,
 						setup_small, teardown),
