@@ -63,7 +63,9 @@ struct ra_backing {
 	ra_preadv_fn hook;
 	void *hook_ctx;
 	int refs; /* __atomic */
-	/* Counters: relaxed atomics, also added to *totals when set. */
+	/* Counters: relaxed atomics, also added to *totals when set.  A page
+	 * is counted before it is completed, so whoever saw it complete sees
+	 * it counted. */
 	struct ra_io_totals c;
 	struct ra_io_totals *totals;
 };
@@ -117,20 +119,20 @@ static off_t page_off(uint64_t index)
 static void complete_zero(struct ra_backing *b, struct cache_page **pages,
 			  size_t from, size_t n)
 {
+	CTR_ADD(b, pages_ok, n - from);
+	CTR_ADD(b, pages_eof, n - from);
 	for (size_t i = from; i < n; i++) {
 		memset(b->ops->data(pages[i]), 0, RA_IO_PAGE_SIZE);
 		b->ops->complete(pages[i], 0);
 	}
-	CTR_ADD(b, pages_ok, n - from);
-	CTR_ADD(b, pages_eof, n - from);
 }
 
 static void complete_ok(struct ra_backing *b, struct cache_page **pages,
 			size_t n)
 {
+	CTR_ADD(b, pages_ok, n);
 	for (size_t i = 0; i < n; i++)
 		b->ops->complete(pages[i], 0);
-	CTR_ADD(b, pages_ok, n);
 }
 
 static void drop_from_page_cache(struct ra_backing *b, off_t off, size_t len)
@@ -223,10 +225,10 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 		/* EOF inside (or at the start of) pages[done]. */
 		memset((char *)iov[done].iov_base + tail, 0,
 		       RA_IO_PAGE_SIZE - tail);
-		b->ops->complete(pages[done], 0);
 		CTR_ADD(b, pages_ok, 1);
 		if (tail == 0)
 			CTR_ADD(b, pages_eof, 1);
+		b->ops->complete(pages[done], 0);
 		complete_zero(b, pages, done + 1, n);
 		break;
 	}

@@ -213,8 +213,25 @@ static void check_data(struct fx *f, uint64_t index, const uint8_t *d)
 	}
 }
 
+/* A reference on the LOCKED page at @index, as a waiting reader holds. */
+static struct cache_page *grab(struct fx *f, uint64_t index)
+{
+	struct cache_page *p;
+
+	rcu_read_lock();
+	p = cache_lookup_rcu(f->m, index);
+	assert_non_null(p);
+	assert_true(cache_page_tryget(p));
+	rcu_read_unlock();
+	assert_true(cache_page_locked(p));
+	return p;
+}
+
+/* A reader already waiting: it took its page reference before the I/O
+ * was issued (so an error completion cannot remove the page before it
+ * looks), and waits on another thread. */
 struct reader {
-	struct fx *f;
+	struct cache_page *p;
 	uint64_t index;
 	pthread_t th;
 	int rc;
@@ -226,9 +243,19 @@ static void *reader_main(void *arg)
 	struct reader *r = arg;
 
 	cache_thread_online();
-	r->rc = read_page(r->f, r->index, r->data);
+	r->rc = cache_page_wait(r->p, NULL);
+	if (!r->rc)
+		memcpy(r->data, cache_page_data(r->p), PG);
+	cache_page_put(r->p);
 	cache_thread_offline();
 	return NULL;
+}
+
+static void reader_start(struct fx *f, struct reader *r, uint64_t index)
+{
+	r->index = index;
+	r->p = grab(f, index);
+	assert_int_equal(pthread_create(&r->th, NULL, reader_main, r), 0);
 }
 
 /* Readers start waiting on pages [0, 44) before the read is issued; pages
@@ -241,11 +268,8 @@ static void test_read_through_pool(void **state)
 	struct ra_backing_stats st;
 
 	insert(f, 0, 44, pages);
-	for (int i = 0; i < 44; i++) {
-		r[i] = (struct reader){.f = f, .index = (uint64_t)i};
-		assert_int_equal(
-			pthread_create(&r[i].th, NULL, reader_main, &r[i]), 0);
-	}
+	for (int i = 0; i < 44; i++)
+		reader_start(f, &r[i], (uint64_t)i);
 	assert_int_equal(
 		ra_backing_read(f->b, pages, 44, f->pool, RA_PRIO_DEMAND), 0);
 	for (int i = 0; i < 44; i++) {
@@ -270,12 +294,8 @@ static void test_error_reaches_exactly_its_readers(void **state)
 
 	f->hook.fail_page = 13;
 	insert(f, 0, 24, pages);
-	for (int i = 0; i < 48; i++) {
-		/* two readers per page */
-		r[i] = (struct reader){.f = f, .index = (uint64_t)(i / 2)};
-		assert_int_equal(
-			pthread_create(&r[i].th, NULL, reader_main, &r[i]), 0);
-	}
+	for (int i = 0; i < 48; i++)
+		reader_start(f, &r[i], (uint64_t)(i / 2)); /* two per page */
 	ra_backing_read(f->b, pages, 24, f->pool, RA_PRIO_DEMAND);
 	for (int i = 0; i < 48; i++) {
 		assert_int_equal(pthread_join(r[i].th, NULL), 0);
@@ -290,20 +310,6 @@ static void test_error_reaches_exactly_its_readers(void **state)
 	assert_int_equal(read_page(f, 13, d), -ENOENT);
 	assert_int_equal(read_page(f, 12, d), 0);
 	check_data(f, 12, d);
-}
-
-/* A reference on the LOCKED page at @index, as a waiting reader holds. */
-static struct cache_page *grab(struct fx *f, uint64_t index)
-{
-	struct cache_page *p;
-
-	rcu_read_lock();
-	p = cache_lookup_rcu(f->m, index);
-	assert_non_null(p);
-	assert_true(cache_page_tryget(p));
-	rcu_read_unlock();
-	assert_true(cache_page_locked(p));
-	return p;
 }
 
 /* Queue window [@start, @start + 8) owned by @owner. */
