@@ -48,19 +48,15 @@
 /* Devices whose geometry an engine remembers (one probe per device). */
 #define RA_GEOM_CACHE 16
 
-/* Counters kept per file and summed per engine; relaxed atomics. */
-struct ra_counters {
-	uint64_t decisions[RA_KIND_COUNT];
-	uint64_t windows, sync_pages, async_pages, queued, queue_refused;
-	uint64_t enospc, thrash, waste, errors;
-};
+/* Counters kept per file and summed per engine: struct ra_counts of
+ * relaxed atomics. */
 
 struct ra_engine {
 	struct ra_config cfg;
 	struct cache *cache;
 	struct ra_pool *pool;
 	struct ra_io_totals io; /* backing I/O over every file */
-	struct ra_counters c;
+	struct ra_counts c;
 	uint64_t files; /* __atomic */
 	pthread_mutex_t geom_lock; /* guards geom[] */
 	struct {
@@ -84,7 +80,7 @@ struct ra_file {
 	uint64_t max; /* base_max, doubled by RA_ADVICE_SEQUENTIAL */
 	uint64_t waste_seen; /* the mapping's waste counter last charged */
 	/* Counters: relaxed atomics. */
-	struct ra_counters c;
+	struct ra_counts c;
 };
 
 static const struct ra_page_ops page_ops = RA_CACHE_PAGE_OPS;
@@ -102,9 +98,9 @@ static void count(struct ra_file *f, size_t field_offset, uint64_t v)
 			   __ATOMIC_RELAXED);
 }
 
-#define COUNT(f, field, v) count((f), offsetof(struct ra_counters, field), (v))
+#define COUNT(f, field, v) count((f), offsetof(struct ra_counts, field), (v))
 
-static void counters_read(const struct ra_counters *c, struct ra_counters *out)
+static void counters_read(const struct ra_counts *c, struct ra_counts *out)
 {
 	const uint64_t *src = (const uint64_t *)c;
 	uint64_t *dst = (uint64_t *)out;
@@ -252,22 +248,11 @@ static void engine_geometry(struct ra_engine *e, dev_t dev,
 
 void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st)
 {
-	struct ra_counters c;
 	struct ra_io_totals io;
 	struct ra_pool_stats ps;
 
 	memset(st, 0, sizeof(*st));
-	counters_read(&e->c, &c);
-	memcpy(st->decisions, c.decisions, sizeof(st->decisions));
-	st->windows = c.windows;
-	st->sync_pages = c.sync_pages;
-	st->async_pages = c.async_pages;
-	st->queued = c.queued;
-	st->queue_refused = c.queue_refused;
-	st->enospc = c.enospc;
-	st->thrash = c.thrash;
-	st->waste = c.waste;
-	st->errors = c.errors;
+	counters_read(&e->c, &st->c);
 	st->files = __atomic_load_n(&e->files, __ATOMIC_RELAXED);
 	ra_io_totals_read(&e->io, &io);
 	st->backing_reads = io.reads;
@@ -765,20 +750,9 @@ int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
 void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 {
 	struct ra_backing_stats bs;
-	struct ra_counters c;
 
 	memset(st, 0, sizeof(*st));
-	counters_read(&f->c, &c);
-	memcpy(st->decisions, c.decisions, sizeof(st->decisions));
-	st->windows = c.windows;
-	st->sync_pages = c.sync_pages;
-	st->async_pages = c.async_pages;
-	st->queued = c.queued;
-	st->queue_refused = c.queue_refused;
-	st->enospc = c.enospc;
-	st->thrash = c.thrash;
-	st->waste = c.waste;
-	st->errors = c.errors;
+	counters_read(&f->c, &st->c);
 	st->stripe_pages = f->geom.stripe >> RA_PAGE_SHIFT;
 	ra_backing_stats(f->b, &bs);
 	st->backing_io = bs.mode == RA_BACKING_DIRECT ? RA_BACKING_IO_DIRECT

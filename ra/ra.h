@@ -145,17 +145,22 @@ struct ra_stream_stats {
 
 #define RA_STATS_STREAMS 8
 
-struct ra_file_stats {
+/* What the decisions did, per file and summed per engine. */
+struct ra_counts {
 	uint64_t decisions[RA_KIND_COUNT]; /* by kind: ra_kind_name() */
 	uint64_t windows; /* decisions that opened or pushed a window */
 	uint64_t sync_pages; /* pages inserted for the reader's own request */
 	uint64_t async_pages; /* pages inserted ahead of the readers */
 	uint64_t queued; /* async windows queued to the workers */
 	uint64_t queue_refused; /* ... refused (duplicate, queue full) */
-	uint64_t enospc; /* windows cut short or refused by the budget */
+	uint64_t enospc; /* insertions refused by the cache budget */
 	uint64_t thrash; /* misses on pages evicted prefetched-unused */
 	uint64_t waste; /* prefetched pages evicted unused (from the cache) */
-	uint64_t errors; /* backing read errors seen by the reader's I/O */
+	uint64_t errors; /* reader's backing reads that failed */
+};
+
+struct ra_file_stats {
+	struct ra_counts c;
 	uint64_t max_window; /* pages, after advice */
 	uint64_t stripe_pages; /* stripe width used to round windows, 0: none */
 	enum ra_advice advice;
@@ -166,9 +171,7 @@ struct ra_file_stats {
 };
 
 struct ra_engine_stats {
-	uint64_t decisions[RA_KIND_COUNT];
-	uint64_t windows, sync_pages, async_pages, queued, queue_refused;
-	uint64_t enospc, thrash, waste, errors;
+	struct ra_counts c; /* summed over every file, closed ones too */
 	uint64_t files; /* open ra_files */
 	uint64_t backing_reads, backing_bytes, backing_errors;
 	uint64_t opens_direct, opens_buffered;

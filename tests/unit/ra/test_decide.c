@@ -28,23 +28,6 @@ static void run2_free(struct run2 *r)
 	sim_free(&r->ref);
 }
 
-static void assert_window(const struct model_dec *m, enum ra_kind kind,
-			  uint64_t start, uint64_t size, uint64_t async_size)
-{
-	assert_non_null(m);
-	if (m->d.kind != kind || m->d.start != start || m->d.size != size ||
-	    m->d.async_size != async_size)
-		fail_msg("at page %llu: got %s %llu+%llu async %llu, "
-			 "expected %s %llu+%llu async %llu",
-			 (unsigned long long)m->at, ra_kind_name(m->d.kind),
-			 (unsigned long long)m->d.start,
-			 (unsigned long long)m->d.size,
-			 (unsigned long long)m->d.async_size,
-			 ra_kind_name(kind), (unsigned long long)start,
-			 (unsigned long long)size,
-			 (unsigned long long)async_size);
-}
-
 /* DESIGN.md's size rules, for two window caps, written out. */
 static void test_window_sizes(void **state)
 {
@@ -163,13 +146,14 @@ static void test_interleaved_loose(void **state)
 	run2_free(&r);
 }
 
-/* The conservative rule is the default the facade uses (ra.h). */
+/* Context readahead off (RA_CONTEXT_OFF): the kernel's behaviour before
+ * 2009. */
 static void test_interleaved_context_off(void **state)
 {
 	struct run2 r;
 
-	/* Without context readahead the kernel's 2008 behaviour: every read
-	 * of the interleaved pair is random, nothing is read ahead. */
+	/* Every read of the interleaved pair is random: nothing is read
+	 * ahead, each page is read alone. */
 	run2_init(&r, 4096, 256, RA_CONTEXT_OFF);
 	interleaved(&r.impl, 50);
 	interleaved(&r.ref, 50);
@@ -574,7 +558,7 @@ static void test_read_at_zero_and_whole_file_doubling(void **state)
 	run2_init(&r, 4096, 256, RA_CONTEXT_CONSERVATIVE);
 	handle_init(&a1);
 	handle_init(&b1);
-	sim_read(&r.impl, &a1, 4, 12); /* 4..15, random? no: see below */
+	sim_read(&r.impl, &a1, 4, 12); /* pages 4..15 */
 	sim_read(&r.impl, &b1, 16, 2);
 	/* 4 at a fresh handle: contig 0: random, 12 pages read as asked;
 	 * 16: contig 12 (4..15), prev_hole stops at 3: no doubling, 12 > 2:
@@ -623,8 +607,10 @@ static void test_eof_clipping(void **state)
 	ra_decide_sync(&st, NULL, &p, &v, 0, 4, &d);
 	assert_int_equal(d.io_nr, 10);
 	assert_int_equal(d.mark, 4);
-	ra_decide_sync(&st, NULL, &p, &v, 12, 1, &d); /* sequential? no */
+	/* a miss at 12, past EOF (10 pages): whatever the rule, no I/O */
+	ra_decide_sync(&st, NULL, &p, &v, 12, 1, &d);
 	assert_int_equal(d.io_nr, 0);
+	assert_int_equal(d.mark, RA_NO_PAGE);
 	run2_free(&r);
 }
 

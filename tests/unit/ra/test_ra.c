@@ -205,22 +205,22 @@ static void test_sequential_read(void **state)
 	ra_state_destroy(&st);
 
 	ra_file_stats(fx->f, &fs);
-	assert_int_equal(fs.decisions[RA_KIND_INITIAL], 1);
-	assert_int_equal(fs.decisions[RA_KIND_RANDOM], 0);
-	assert_true(fs.decisions[RA_KIND_STREAM_ASYNC] > 0);
-	assert_int_equal(fs.sync_pages + fs.async_pages, 2048);
+	assert_int_equal(fs.c.decisions[RA_KIND_INITIAL], 1);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM], 0);
+	assert_true(fs.c.decisions[RA_KIND_STREAM_ASYNC] > 0);
+	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 2048);
 	assert_int_equal(fs.backing_bytes, 8 << 20);
 	assert_int_equal(fs.max_window, 256);
-	assert_int_equal(fs.queue_refused, 0);
-	assert_int_equal(fs.errors, 0);
+	assert_int_equal(fs.c.queue_refused, 0);
+	assert_int_equal(fs.c.errors, 0);
 	/* far fewer sync pages than pages: the reader ran on readahead */
-	assert_true(fs.sync_pages <= 64);
+	assert_true(fs.c.sync_pages <= 64);
 	assert_int_equal(fs.nr_streams, 1);
 	assert_int_equal(fs.streams[0].state, 2);
 	assert_int_equal(fs.streams[0].size, 256);
 	ra_engine_stats(fx->e, &es);
 	assert_int_equal(es.files, 1);
-	assert_int_equal(es.decisions[RA_KIND_INITIAL], 1);
+	assert_int_equal(es.c.decisions[RA_KIND_INITIAL], 1);
 	assert_int_equal(es.backing_bytes, 8 << 20);
 	assert_int_equal(es.workers, 2);
 }
@@ -253,10 +253,10 @@ static void test_random_reads(void **state)
 	}
 	ra_state_destroy(&st);
 	ra_file_stats(fx->f, &fs);
-	assert_int_equal(fs.decisions[RA_KIND_RANDOM], n);
-	assert_int_equal(fs.windows, 0);
-	assert_int_equal(fs.async_pages, 0);
-	assert_int_equal(fs.sync_pages, n);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM], n);
+	assert_int_equal(fs.c.windows, 0);
+	assert_int_equal(fs.c.async_pages, 0);
+	assert_int_equal(fs.c.sync_pages, n);
 	assert_int_equal(fs.backing_bytes, n * 4096);
 }
 
@@ -276,10 +276,10 @@ static void test_oversize_read(void **state)
 	ra_state_destroy(&st);
 	settle(fx);
 	ra_file_stats(fx->f, &fs);
-	assert_int_equal(fs.decisions[RA_KIND_OVERSIZE], 1);
-	assert_int_equal(fs.decisions[RA_KIND_STREAM_ASYNC], 1);
-	assert_int_equal(fs.sync_pages, 300);
-	assert_int_equal(fs.async_pages, 1512 - 1300);
+	assert_int_equal(fs.c.decisions[RA_KIND_OVERSIZE], 1);
+	assert_int_equal(fs.c.decisions[RA_KIND_STREAM_ASYNC], 1);
+	assert_int_equal(fs.c.sync_pages, 300);
+	assert_int_equal(fs.c.async_pages, 1512 - 1300);
 	assert_int_equal(fs.backing_bytes, 512 * 4096);
 }
 
@@ -303,8 +303,8 @@ static void test_eof_partial_page(void **state)
 	assert_int_equal(read_pages(fx, &st, 1, 8), 2); /* short at EOF */
 	ra_state_destroy(&st);
 	ra_file_stats(fx->f, &fs);
-	assert_int_equal(fs.decisions[RA_KIND_INITIAL], 1);
-	assert_int_equal(fs.sync_pages + fs.async_pages, 3);
+	assert_int_equal(fs.c.decisions[RA_KIND_INITIAL], 1);
+	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 3);
 	assert_int_equal(fs.backing_bytes, 10000);
 }
 
@@ -346,10 +346,10 @@ static void test_threads_share_one_stream(void **state)
 	ra_file_stats(fx->f, &fs);
 	/* every page read from the backing exactly once */
 	assert_int_equal(fs.backing_bytes, 8 << 20);
-	assert_int_equal(fs.sync_pages + fs.async_pages, 2048);
-	assert_int_equal(fs.errors, 0);
+	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 2048);
+	assert_int_equal(fs.c.errors, 0);
 	/* and mostly by readahead, not by the readers' own misses */
-	assert_true(fs.async_pages > fs.sync_pages);
+	assert_true(fs.c.async_pages > fs.c.sync_pages);
 }
 
 /* Advice: RANDOM turns readahead off, WILLNEED reads a range ahead,
@@ -375,9 +375,9 @@ static void test_advice(void **state)
 		assert_int_equal(read_pages(fx, &st, i, 4), 4);
 	ra_file_stats(fx->f, &fs);
 	assert_int_equal(fs.advice, RA_ADVICE_RANDOM);
-	assert_int_equal(fs.sync_pages, 64);
-	assert_int_equal(fs.async_pages, 0);
-	assert_int_equal(fs.decisions[RA_KIND_RANDOM], 16);
+	assert_int_equal(fs.c.sync_pages, 64);
+	assert_int_equal(fs.c.async_pages, 0);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM], 16);
 
 	assert_int_equal(ra_file_advise(fx->f, RA_ADVICE_SEQUENTIAL, 0, 0), 0);
 	ra_file_stats(fx->f, &fs);
@@ -390,18 +390,18 @@ static void test_advice(void **state)
 		ra_file_advise(fx->f, RA_ADVICE_WILLNEED, 1 << 20, 512 << 10),
 		0);
 	ra_file_stats(fx->f, &fs);
-	assert_int_equal(fs.async_pages, 128);
-	uint64_t misses = fs.decisions[RA_KIND_RANDOM] +
-			  fs.decisions[RA_KIND_SEQ_MISS] +
-			  fs.decisions[RA_KIND_STREAM_SEQ];
+	assert_int_equal(fs.c.async_pages, 128);
+	uint64_t misses = fs.c.decisions[RA_KIND_RANDOM] +
+			  fs.c.decisions[RA_KIND_SEQ_MISS] +
+			  fs.c.decisions[RA_KIND_STREAM_SEQ];
 	ra_state_destroy(&st);
 	ra_state_init(&st);
 	for (uint64_t i = 256; i < 384; i += 8)
 		assert_int_equal(read_pages(fx, &st, i, 8), 8);
 	ra_file_stats(fx->f, &fs);
-	assert_int_equal(fs.decisions[RA_KIND_RANDOM] +
-				 fs.decisions[RA_KIND_SEQ_MISS] +
-				 fs.decisions[RA_KIND_STREAM_SEQ],
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM] +
+				 fs.c.decisions[RA_KIND_SEQ_MISS] +
+				 fs.c.decisions[RA_KIND_STREAM_SEQ],
 			 misses);
 
 	/* DONTNEED drops the range */
@@ -440,11 +440,11 @@ static void test_thrash_in_a_small_cache(void **state)
 	fprintf(stderr,
 		"small cache: thrash %llu waste %llu backing %llu KiB "
 		"(file 8192 KiB), stream cap %llu pages, enospc %llu\n",
-		(unsigned long long)fs.thrash, (unsigned long long)fs.waste,
+		(unsigned long long)fs.c.thrash, (unsigned long long)fs.c.waste,
 		(unsigned long long)fs.backing_bytes >> 10,
 		(unsigned long long)(fs.nr_streams ? fs.streams[0].cap : 0),
-		(unsigned long long)fs.enospc);
-	assert_true(fs.thrash + fs.waste > 0);
+		(unsigned long long)fs.c.enospc);
+	assert_true(fs.c.thrash + fs.c.waste > 0);
 	assert_true(fs.nr_streams >= 1);
 	assert_true(fs.streams[0].cap < 256);
 }
@@ -477,6 +477,11 @@ static void test_config_checked(void **state)
 	assert_int_equal(ra_engine_destroy(e), 0);
 	assert_int_equal(cache_destroy(c), 0);
 	assert_string_equal(ra_kind_name(RA_KIND_CONTEXT), "context");
+	/* the all-zero config is the documented default: conservative
+	 * context rule, stream table on */
+	struct ra_config dflt = {0};
+	assert_int_equal(dflt.context, RA_CONTEXT_CONSERVATIVE);
+	assert_false(dflt.no_stream_table);
 	assert_string_equal(ra_kind_name(RA_KIND_COUNT), "unknown");
 }
 
@@ -507,7 +512,7 @@ static void test_striped_windows(void **state)
 	assert_int_equal(read_pages(fx, &st, 8, 4), 4);
 	ra_file_stats(fx->f, &fs);
 	assert_int_equal(fs.stripe_pages, 128);
-	assert_int_equal(fs.decisions[RA_KIND_RANDOM], 1);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM], 1);
 	assert_int_equal(fs.nr_streams >= 1, 1);
 	for (unsigned int i = 0; i < fs.nr_streams; i++)
 		if (fs.streams[i].state == 2)
@@ -522,7 +527,7 @@ static void test_striped_windows(void **state)
 	/* every page inserted was read once, none twice */
 	ra_file_stats(fx->f, &fs);
 	assert_int_equal(fs.backing_bytes,
-			 (fs.sync_pages + fs.async_pages) * 4096);
+			 (fs.c.sync_pages + fs.c.async_pages) * 4096);
 	for (unsigned int i = 0; i < fs.nr_streams; i++)
 		if (fs.streams[i].state == 2)
 			assert_int_equal(

@@ -442,6 +442,25 @@ sim_find(const struct sim *s, enum ra_kind kind, uint64_t lo, uint64_t hi)
 	return NULL;
 }
 
+/* Decision @m is @kind with this window. */
+static inline void assert_window(const struct model_dec *m, enum ra_kind kind,
+				 uint64_t start, uint64_t size,
+				 uint64_t async_size)
+{
+	assert_non_null(m);
+	if (m->d.kind != kind || m->d.start != start || m->d.size != size ||
+	    m->d.async_size != async_size)
+		fail_msg("at page %llu: got %s %llu+%llu async %llu, "
+			 "expected %s %llu+%llu async %llu",
+			 (unsigned long long)m->at, ra_kind_name(m->d.kind),
+			 (unsigned long long)m->d.start,
+			 (unsigned long long)m->d.size,
+			 (unsigned long long)m->d.async_size,
+			 ra_kind_name(kind), (unsigned long long)start,
+			 (unsigned long long)size,
+			 (unsigned long long)async_size);
+}
+
 /* Deterministic PRNG (xorshift64*), so every run replays the same trace. */
 static inline uint64_t test_rand(uint64_t *state)
 {

@@ -6,23 +6,6 @@
  */
 #include "test_ra_model.h"
 
-static void assert_dec(const struct model_dec *m, enum ra_kind kind,
-		       uint64_t start, uint64_t size, uint64_t async_size)
-{
-	assert_non_null(m);
-	if (m->d.kind != kind || m->d.start != start || m->d.size != size ||
-	    m->d.async_size != async_size)
-		fail_msg("at page %llu: got %s %llu+%llu async %llu, "
-			 "expected %s %llu+%llu async %llu",
-			 (unsigned long long)m->at, ra_kind_name(m->d.kind),
-			 (unsigned long long)m->d.start,
-			 (unsigned long long)m->d.size,
-			 (unsigned long long)m->d.async_size,
-			 ra_kind_name(kind), (unsigned long long)start,
-			 (unsigned long long)size,
-			 (unsigned long long)async_size);
-}
-
 static int active_slots(const struct ra_stream_table *t)
 {
 	int n = 0;
@@ -58,8 +41,8 @@ static void test_interleaved_table_on(void **state)
 	}
 	assert_int_equal(s.kinds[RA_KIND_RANDOM], 2);
 	assert_int_equal(s.kinds[RA_KIND_CONTEXT], 0);
-	assert_dec(&s.dec[2], RA_KIND_STREAM_SEQ, 2, 4, 3);
-	assert_dec(&s.dec[3], RA_KIND_STREAM_SEQ, 1002, 4, 3);
+	assert_window(&s.dec[2], RA_KIND_STREAM_SEQ, 2, 4, 3);
+	assert_window(&s.dec[3], RA_KIND_STREAM_SEQ, 1002, 4, 3);
 	for (size_t i = 4; i < s.ndec; i++) {
 		const struct model_dec *m = &s.dec[i];
 
