@@ -1,0 +1,252 @@
+/* pool.c - page descriptors and buffers, allocated against the budget.
+ *
+ * Pages come from chunks: one mmap() of CACHE_CHUNK_PAGES 4 KiB buffers
+ * (page-aligned, so O_DIRECT-ready) and one array of as many descriptors,
+ * buffer i belonging to descriptor i for the chunk's life.  Chunks are
+ * added as the cache fills, never beyond the budget, and unmapped at
+ * cache_destroy(); free pages wait on a free list.  No malloc per page.
+ *
+ * The budget counts pages from allocation until the end of the grace
+ * period that follows their last reference (c->used, pending included):
+ * readers inside an RCU section may still be copying from a freed page, so
+ * its memory is not available before then.  c->used never exceeds
+ * c->budget_pages.
+ *
+ * ThreadSanitizer build (AHEADFS_TSAN): each page is a calloc()ed
+ * descriptor and a posix_memalign()ed buffer, freed in the RCU callback.
+ * liburcu is not TSan-annotated, so TSan cannot see that a grace period
+ * orders a reader's last access before the free; with real free()s the
+ * only reports are the frees in cache_pool_page_free_rcu(), which
+ * tests/tsan.supp suppresses by name.  Recycling through the free list
+ * would instead make the *next user's* writes race with the old reader,
+ * which no narrow suppression could tell from a real bug.  The budget
+ * accounting is identical in both builds.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "cache/cache_internal.h"
+
+int cache_pool_init(struct cache *c)
+{
+	pthread_condattr_t attr;
+	int rc;
+
+	CDS_INIT_LIST_HEAD(&c->free_pages);
+	rc = -pthread_mutex_init(&c->pool_lock, NULL);
+	if (rc)
+		return rc;
+	rc = -pthread_condattr_init(&attr);
+	if (rc)
+		goto out_destroy_lock;
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	rc = -pthread_cond_init(&c->pool_cond, &attr);
+	pthread_condattr_destroy(&attr);
+	if (rc)
+		goto out_destroy_lock;
+	rc = -pthread_cond_init(&c->reclaim_cond, NULL);
+	if (rc)
+		goto out_destroy_cond;
+	return 0;
+
+out_destroy_cond:
+	pthread_cond_destroy(&c->pool_cond);
+out_destroy_lock:
+	pthread_mutex_destroy(&c->pool_lock);
+	return rc;
+}
+
+void cache_pool_destroy(struct cache *c)
+{
+	struct cache_chunk *ch, *next;
+
+	assert(!c->used);
+	for (ch = c->chunks; ch; ch = next) {
+		next = ch->next;
+		munmap(ch->buffers, (size_t)ch->nr * CACHE_PAGE_SIZE);
+		free(ch->pages);
+		free(ch);
+	}
+	c->chunks = NULL;
+	pthread_cond_destroy(&c->reclaim_cond);
+	pthread_cond_destroy(&c->pool_cond);
+	pthread_mutex_destroy(&c->pool_lock);
+}
+
+#ifndef AHEADFS_TSAN
+/* Add a chunk to the free list.  pool_lock held. */
+static int chunk_add_locked(struct cache *c)
+{
+	uint64_t nr = c->budget_pages - c->chunk_pages;
+	struct cache_chunk *ch;
+
+	if (nr > CACHE_CHUNK_PAGES)
+		nr = CACHE_CHUNK_PAGES;
+	if (!nr)
+		return -ENOSPC;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	ch->pages = calloc(nr, sizeof(*ch->pages));
+	if (!ch->pages)
+		goto out_free_chunk;
+	ch->buffers = mmap(NULL, nr * CACHE_PAGE_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ch->buffers == MAP_FAILED)
+		goto out_free_pages;
+	ch->nr = nr;
+	for (uint64_t i = 0; i < nr; i++) {
+		ch->pages[i].data = (char *)ch->buffers + i * CACHE_PAGE_SIZE;
+		cds_list_add_tail(&ch->pages[i].lru, &c->free_pages);
+	}
+	ch->next = c->chunks;
+	c->chunks = ch;
+	c->chunk_pages += nr;
+	return 0;
+
+out_free_pages:
+	free(ch->pages);
+out_free_chunk:
+	free(ch);
+	return -ENOMEM;
+}
+
+static struct cache_page *page_get_locked(struct cache *c)
+{
+	struct cache_page *p;
+
+	if (cds_list_empty(&c->free_pages) && chunk_add_locked(c))
+		return NULL;
+	p = cds_list_first_entry(&c->free_pages, struct cache_page, lru);
+	cds_list_del(&p->lru);
+	return p;
+}
+
+static void page_release_locked(struct cache *c, struct cache_page *p)
+{
+	cds_list_add(&p->lru, &c->free_pages);
+}
+#else
+static struct cache_page *page_get_locked(struct cache *c)
+{
+	struct cache_page *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	if (posix_memalign(&p->data, CACHE_PAGE_SIZE, CACHE_PAGE_SIZE)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void page_release_locked(struct cache *c, struct cache_page *p)
+{
+	free(p->data);
+	free(p);
+}
+#endif
+
+unsigned int cache_pool_alloc(struct cache *c, unsigned int want,
+			      struct cache_page **pages)
+{
+	unsigned int got = 0;
+	uint64_t avail;
+
+	pthread_mutex_lock(&c->pool_lock);
+	avail = c->budget_pages - c->used;
+	if (want > avail)
+		want = avail;
+	while (got < want) {
+		struct cache_page *p = page_get_locked(c);
+
+		if (!p)
+			break;
+		pages[got++] = p;
+	}
+	__atomic_store_n(&c->used, c->used + got, __ATOMIC_RELAXED);
+	if (c->used >= c->high_pages && !c->manual_reclaim &&
+	    !c->reclaim_wanted) {
+		c->reclaim_wanted = true;
+		pthread_cond_signal(&c->reclaim_cond);
+	}
+	pthread_mutex_unlock(&c->pool_lock);
+	return got;
+}
+
+void cache_pool_free_now(struct cache *c, struct cache_page **pages,
+			 unsigned int nr)
+{
+	if (!nr)
+		return;
+	pthread_mutex_lock(&c->pool_lock);
+	for (unsigned int i = 0; i < nr; i++)
+		page_release_locked(c, pages[i]);
+	__atomic_store_n(&c->used, c->used - nr, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&c->pool_cond);
+	pthread_mutex_unlock(&c->pool_lock);
+}
+
+/* call_rcu() callback: the grace period after the last reference ended. */
+static void cache_pool_page_free_rcu(struct rcu_head *head)
+{
+	struct cache_page *p = caa_container_of(head, struct cache_page, rcu);
+	struct cache_mapping *m = p->mapping;
+	struct cache *c = m->cache;
+
+	pthread_mutex_lock(&c->pool_lock);
+	page_release_locked(c, p);
+	__atomic_store_n(&c->used, c->used - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->pending, c->pending - 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&c->pool_cond);
+	pthread_mutex_unlock(&c->pool_lock);
+	cache_mapping_ref_put(m); /* the page's hold on its mapping */
+}
+
+void cache_pool_free_rcu(struct cache_page *p)
+{
+	struct cache *c = p->mapping->cache;
+
+	assert(p->queue == CACHE_QUEUE_NONE);
+	pthread_mutex_lock(&c->pool_lock);
+	__atomic_store_n(&c->pending, c->pending + 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->pool_lock);
+	call_rcu(&p->rcu, cache_pool_page_free_rcu);
+}
+
+bool cache_pool_wait(struct cache *c, unsigned int ms)
+{
+	struct timespec deadline;
+	bool ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += ms / 1000;
+	deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->pool_lock);
+	c->alloc_waits++;
+	while (c->used >= c->budget_pages) {
+		if (pthread_cond_timedwait(&c->pool_cond, &c->pool_lock,
+					   &deadline) == ETIMEDOUT)
+			break;
+	}
+	ok = c->used < c->budget_pages;
+	pthread_mutex_unlock(&c->pool_lock);
+	return ok;
+}
+
+void cache_pool_kick_reclaimer(struct cache *c)
+{
+	pthread_mutex_lock(&c->pool_lock);
+	if (!c->manual_reclaim && !c->reclaim_wanted) {
+		c->reclaim_wanted = true;
+		pthread_cond_signal(&c->reclaim_cond);
+	}
+	pthread_mutex_unlock(&c->pool_lock);
+}

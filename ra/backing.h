@@ -1,0 +1,204 @@
+/* backing.h - reading the backing file into LOCKED cache pages.
+ *
+ * Owns: one struct ra_backing per backing inode: a read-only fd of its own
+ * (O_DIRECT where the backing filesystem allows it, else buffered with the
+ * kernel's readahead off), the stripe chunk used to split I/O, and the I/O
+ * counters.  It does not own the pages it reads: those come from
+ * cache_insert_locked(), each with a reference, and every page handed to
+ * ra_backing_read() is completed exactly once through ops->complete(), which
+ * drops that reference (cache_page_complete()).
+ *
+ * One read, pages sorted by index, possibly with gaps:
+ *
+ *   pages   [10 11 12 13][17 18 19 ... 40]         two contiguous runs
+ *   chunk   |<------ 16 pages ------>|<-- ...      (stripe chunk, file offsets)
+ *   pieces  [10..13]      [17..31][32..40]         runs split on chunk
+ *                                                  boundaries (and IOV_MAX)
+ *   issue   caller: piece 0 inline; the others queued to the worker pool at
+ *           the caller's priority, so every disk of a RAID0 works at once; a
+ *           piece the pool refuses (full, shut down) is done inline too.
+ *
+ * One preadv() per piece into the pages' 4 KiB aligned buffers.  Results:
+ *   - full read: every page of the piece uptodate;
+ *   - short read (EOF): the bytes read are data, the rest of the last page is
+ *     zeroed; pages wholly past EOF complete as uptodate zero pages (a later
+ *     read of them is answered from the cache and trimmed to the file size by
+ *     the caller; the file growing behind the mount is caught by revalidation,
+ *     growth through the mount by write-through);
+ *   - error: the piece is retried page by page, so exactly the pages whose
+ *     own read fails complete with the -errno, the others succeed.
+ * O_DIRECT needs the offset, length and buffers aligned: pages are 4 KiB at
+ * 4 KiB offsets, and the kernel returns an unaligned count only at EOF.
+ *
+ * Concurrency: ra_backing_read() may run on any number of threads at once for
+ * the same backing (pieces of one read run on several workers).  Counters are
+ * atomics.  The fd lives until the last reference is put (queued pieces hold
+ * one).  No lock is held across I/O.
+ */
+#ifndef AHEADFS_RA_BACKING_H
+#define AHEADFS_RA_BACKING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "ra/worker.h"
+
+struct cache_page;
+
+#define RA_IO_PAGE_SHIFT 12
+#define RA_IO_PAGE_SIZE (1u << RA_IO_PAGE_SHIFT)
+
+/* What ra_backing_read() needs from a page.  In production these are the
+ * cache's own accessors, whose signatures match exactly:
+ *	static const struct ra_page_ops ops = RA_CACHE_PAGE_OPS;
+ * in a file that includes "cache/cache.h" (ra.c); unit tests use fakes.  A
+ * macro, not an object, so afs_ra's I/O files do not link against cache/. */
+struct ra_page_ops {
+	uint64_t (*index)(const struct cache_page *p);
+	/* The page's RA_IO_PAGE_SIZE buffer, RA_IO_PAGE_SIZE-aligned. */
+	void *(*data)(const struct cache_page *p);
+	/* Once per page: 0 = uptodate, else the -errno; drops the ref. */
+	void (*complete)(struct cache_page *p, int err);
+};
+
+#define RA_CACHE_PAGE_OPS                                                      \
+	{                                                                      \
+		.index = cache_page_index, .data = cache_page_data,            \
+		.complete = cache_page_complete,                               \
+	}
+
+enum ra_backing_mode {
+	RA_BACKING_AUTO = 0, /* request: O_DIRECT if the probe read works */
+	RA_BACKING_DIRECT, /* request: O_DIRECT or fail; in force: O_DIRECT */
+	RA_BACKING_BUFFERED, /* request/in force: buffered, FADV_RANDOM+DONTNEED */
+};
+
+/* Test hook: called instead of preadv(2); returns bytes or -errno. */
+typedef ssize_t (*ra_preadv_fn)(void *ctx, int fd, const struct iovec *iov,
+				int iovcnt, off_t offset);
+
+struct ra_backing_config {
+	enum ra_backing_mode mode; /* what is asked for */
+	uint64_t chunk; /* split runs on this many bytes (stripe chunk);
+			   0: no split (runs still split at IOV_MAX pages) */
+	const struct ra_page_ops *ops; /* required; kept: must outlive b */
+	ra_preadv_fn preadv_hook; /* NULL: preadv(2); tests only */
+	void *hook_ctx;
+	struct ra_io_totals *totals; /* optional engine-wide sums, kept */
+};
+
+struct ra_backing_stats {
+	uint64_t reads; /* preadv calls that returned (ok or short) */
+	uint64_t bytes; /* bytes they returned */
+	uint64_t pieces_queued; /* pieces handed to the worker pool */
+	uint64_t pages_ok; /* pages completed uptodate */
+	uint64_t pages_eof; /* of those, pages wholly past EOF (zeros) */
+	uint64_t errors; /* failed preadv calls */
+	uint64_t pages_failed; /* pages completed with an error */
+	enum ra_backing_mode mode; /* in force: DIRECT or BUFFERED */
+};
+
+/* Engine-wide sums over every backing opened with it (they outlive the
+ * files): zero-initialise, pass in ra_backing_config.totals, read with
+ * ra_io_totals_read().  Updated with relaxed atomics. */
+struct ra_io_totals {
+	uint64_t reads, bytes, pieces_queued, pages_ok, pages_eof, errors,
+		pages_failed; /* as in struct ra_backing_stats */
+	uint64_t opens_direct; /* backings opened in O_DIRECT mode */
+	uint64_t opens_buffered; /* ... in buffered mode */
+};
+
+struct ra_backing; /* opaque, reference counted */
+
+/**
+ * ra_backing_open() - Open the backing inode of @fd for readahead I/O.
+ * @fd: any fd of the backing inode (O_PATH is fine); not kept: the backing
+ *	reopens it read-only through /proc/self/fd (dup() if /proc is missing,
+ *	then buffered mode only, since flags live in the shared open file).
+ *
+ * RA_BACKING_AUTO opens with O_DIRECT and does one aligned 4 KiB read at
+ * offset 0; if the open or that read is refused (EINVAL: tmpfs before 6.6,
+ * some FUSE and network filesystems) it falls back to buffered.  Buffered
+ * mode sets POSIX_FADV_RANDOM on its own fd (no second readahead under ours)
+ * and drops what it read with POSIX_FADV_DONTNEED (no second cached copy).
+ *
+ * Context: Opens a file and may do one read; sleeps.
+ * Return: 0 and *@out with one reference, -EINVAL (bad config: no ops, a
+ * chunk not a multiple of RA_IO_PAGE_SIZE, an unknown mode), -ENOMEM, or
+ * the open's -errno (RA_BACKING_DIRECT refused: -EINVAL).
+ */
+int ra_backing_open(int fd, const struct ra_backing_config *cfg,
+		    struct ra_backing **out);
+
+/** ra_backing_get() - Take a reference.  Context: any thread. */
+void ra_backing_get(struct ra_backing *b);
+
+/**
+ * ra_backing_put() - Drop a reference; the last one closes the fd.
+ *
+ * Context: Any thread; may close a file.
+ */
+void ra_backing_put(struct ra_backing *b);
+
+/** ra_backing_mode() - The mode in force: RA_BACKING_DIRECT or _BUFFERED. */
+enum ra_backing_mode ra_backing_mode(const struct ra_backing *b);
+
+/**
+ * ra_backing_read() - Read @nr LOCKED pages and complete each of them.
+ * @pages: sorted by strictly increasing index; the array is not kept (the
+ *	   caller may reuse it on return), the references in it are consumed.
+ * @pool: where pieces other than the first go; NULL: all inline.
+ * @prio: priority of those pieces (RA_PRIO_DEMAND for a reader's pages).
+ *
+ * Returns after the first piece is done; the queued pieces complete their
+ * pages on workers.  Every page is completed exactly once, whatever happens
+ * (a piece that cannot be queued or allocated is done inline).
+ *
+ * Context: Does backing I/O and may sleep; holds no lock across it.  Any
+ * thread, worker callbacks included.
+ * Return: 0, or the first -errno a page read on this thread was completed
+ * with (the first piece's, or a refused piece's), for accounting only.
+ */
+int ra_backing_read(struct ra_backing *b, struct cache_page **pages, size_t nr,
+		    struct ra_pool *pool, enum ra_prio prio);
+
+/**
+ * ra_backing_queue() - Queue @nr LOCKED pages (an async window) to @pool as
+ * one RA_PRIO_ASYNC work item that a worker reads with ra_backing_read().
+ * @file: dedupe key (the mapping), or NULL; the item's range is
+ *	  [first index, last index + 1).
+ * @owner: cancellation key (the stream), for ra_pool_cancel(); or NULL.
+ *
+ * The item holds a reference on @b.  A cancelled item (ra_pool_cancel(),
+ * shutdown) completes its pages with -EAGAIN: "not read, look it up again",
+ * so a reader waiting on one reads it itself.
+ *
+ * Context: Takes the pool's lock briefly; never waits for room; may call
+ * ops->complete().  Any thread.
+ * Return: 0 queued (the pool completes the pages), or -EEXIST (the range is
+ * already queued or running), -EAGAIN (queue full), -ESHUTDOWN, -ENOMEM:
+ * not queued, and every page has been completed with -EAGAIN.
+ */
+int ra_backing_queue(struct ra_backing *b, struct cache_page **pages, size_t nr,
+		     struct ra_pool *pool, const void *file, const void *owner);
+
+/**
+ * ra_backing_stats() - Snapshot of @b's counters (each read atomically).
+ *
+ * Context: Any thread.
+ */
+void ra_backing_stats(const struct ra_backing *b, struct ra_backing_stats *st);
+
+/**
+ * ra_io_totals_read() - Snapshot of @t (each field read atomically).
+ *
+ * Context: Any thread.
+ */
+void ra_io_totals_read(const struct ra_io_totals *t, struct ra_io_totals *out);
+
+/** ra_backing_mode_name() - "auto", "direct", "buffered". */
+const char *ra_backing_mode_name(enum ra_backing_mode m);
+
+#endif /* AHEADFS_RA_BACKING_H */

@@ -1,0 +1,360 @@
+/* decide.c - on-demand and context readahead decisions (DESIGN.md section 5).
+ *
+ * A window, and where its READAHEAD mark sits:
+ *
+ *                   |<------------------- size ------------------->|
+ *                   |                         |<--- async_size --->|
+ *   ===#============#=========================#====================#====
+ *      ^index       ^start                    ^mark
+ *      (sync miss)                            start + size - async_size
+ *
+ * A sync miss opens a window at the missing page (initial, sequential,
+ * oversize or context rule) or reads just the request (random).  When a
+ * reader reaches the marked page, the next window is pushed right behind
+ * this one (start += size, size = next_size(size), async_size = size: the
+ * mark then sits on the new window's first page), so I/O stays one window
+ * ahead of the reader.  A mark left by another reader (another handle,
+ * thread or interleaved stream) does not match this handle's window; the
+ * window is then rebuilt from the cache: it starts at the next hole after
+ * the mark.
+ *
+ * Nothing here sleeps, locks or allocates: the caller serialises access to
+ * the state and the table, and the view is a hint (a hole scan under RCU
+ * is not a snapshot; a wrong hint costs a window, never correctness).
+ */
+#include "ra/decide.h"
+
+#include "ra/stream.h"
+
+static uint64_t u64_min(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t u64_max(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static uint64_t roundup_pow2(uint64_t n)
+{
+	if (n <= 1)
+		return 1;
+	if (n > (UINT64_C(1) << 63))
+		return UINT64_C(1) << 63;
+	return UINT64_C(1) << (64 - __builtin_clzll(n - 1));
+}
+
+uint64_t ra_init_size(uint64_t req, uint64_t max)
+{
+	uint64_t n = roundup_pow2(req);
+
+	if (n <= max / 32)
+		return n * 4;
+	if (n <= max / 4)
+		return n * 2;
+	return max;
+}
+
+uint64_t ra_next_size(uint64_t cur, uint64_t max)
+{
+	if (cur < max / 16)
+		return cur * 4;
+	if (cur <= max / 2)
+		return cur * 2;
+	return max;
+}
+
+void ra_hstate_init(struct ra_hstate *st)
+{
+	st->start = 0;
+	st->size = 0;
+	st->async_size = 0;
+	st->prev_index = RA_PREV_NONE;
+}
+
+void ra_note_read_state(struct ra_hstate *st, uint64_t index, uint64_t nr)
+{
+	st->prev_index = index + (nr ? nr : 1) - 1;
+}
+
+const char *ra_kind_name(enum ra_kind kind)
+{
+	static const char *const names[RA_KIND_COUNT] = {
+		[RA_KIND_NONE] = "none",
+		[RA_KIND_INITIAL] = "initial",
+		[RA_KIND_OVERSIZE] = "oversize",
+		[RA_KIND_SEQ_MISS] = "sequential",
+		[RA_KIND_CONTEXT] = "context",
+		[RA_KIND_RANDOM] = "random",
+		[RA_KIND_ASYNC] = "async",
+		[RA_KIND_ASYNC_RECOVER] = "async_recover",
+		[RA_KIND_ASYNC_GIVEUP] = "async_giveup",
+		[RA_KIND_STREAM_SEQ] = "stream_sequential",
+		[RA_KIND_STREAM_AHEAD] = "stream_ahead",
+		[RA_KIND_STREAM_REFILL] = "stream_refill",
+		[RA_KIND_STREAM_BEHIND] = "stream_behind",
+		[RA_KIND_STREAM_ASYNC] = "stream_async",
+	};
+
+	if ((unsigned int)kind >= RA_KIND_COUNT)
+		return "unknown";
+	return names[kind];
+}
+
+/* Fill @d from the window (start, size, async_size) and clip its I/O to
+ * EOF.  The mark is dropped when it falls past EOF: no reader can reach it,
+ * and the kernel does not set it either. */
+static void decision_set(const struct ra_params *p, struct ra_decision *d,
+			 enum ra_kind kind, uint64_t start, uint64_t size,
+			 uint64_t async_size)
+{
+	d->kind = kind;
+	d->start = start;
+	d->size = size;
+	d->async_size = async_size;
+	d->io_start = start;
+	d->io_nr = start >= p->eof ? 0 : u64_min(size, p->eof - start);
+	if (kind == RA_KIND_RANDOM || kind == RA_KIND_ASYNC_GIVEUP || !size)
+		d->mark = RA_NO_PAGE;
+	else
+		d->mark = start + size - async_size;
+	if (d->mark != RA_NO_PAGE && d->mark >= d->io_start + d->io_nr)
+		d->mark = RA_NO_PAGE;
+}
+
+static void state_set(struct ra_hstate *st, const struct ra_decision *d)
+{
+	st->start = d->start;
+	st->size = d->size;
+	st->async_size = d->async_size;
+}
+
+/* The initial window of DESIGN.md's sync rule 1 (also used for a candidate
+ * stream continued by another handle). */
+static void initial_window(const struct ra_params *p, struct ra_decision *d,
+			   enum ra_kind kind, uint64_t index, uint64_t req,
+			   uint64_t max)
+{
+	uint64_t size = ra_init_size(req, max);
+
+	decision_set(p, d, kind, index, size,
+		     size > req ? size - req : size / 2);
+}
+
+/*
+ * DESIGN.md's sync rules on the handle state alone, with window cap @max.
+ * Leaves @st untouched for a random read.
+ */
+static void sync_rules(struct ra_hstate *st, const struct ra_params *p,
+		       const struct ra_view *v, uint64_t index, uint64_t req,
+		       uint64_t max, struct ra_decision *d)
+{
+	uint64_t hole, contig, size;
+
+	if (index == 0 || req > max || index - st->prev_index <= 1) {
+		initial_window(p, d,
+			       index == 0  ? RA_KIND_INITIAL
+			       : req > max ? RA_KIND_OVERSIZE
+					   : RA_KIND_SEQ_MISS,
+			       index, req, max);
+		state_set(st, d);
+		return;
+	}
+	if (p->rule == RA_CONTEXT_OFF)
+		goto random;
+
+	/* Pages cached right before @index: a stream that passed here leaves
+	 * them.  prev_hole's UINT64_MAX sentinel (cached down to page 0) makes
+	 * contig == index by the same wrap-around. */
+	hole = v->prev_hole(v->ctx, index - 1, max);
+	contig = index - 1 - hole;
+	if (p->rule == RA_CONTEXT_CONSERVATIVE ? contig <= req : contig == 0)
+		goto random;
+	/* A run reaching page 0 is a whole-file read: trust it twice as much. */
+	if (contig >= index)
+		contig *= 2;
+	if (p->rule == RA_CONTEXT_CONSERVATIVE) {
+		size = u64_min(contig + req, max);
+		decision_set(p, d, RA_KIND_CONTEXT, index, size, 1);
+	} else {
+		size = ra_init_size(contig + req, max);
+		decision_set(p, d, RA_KIND_CONTEXT, index, size, size);
+	}
+	state_set(st, d);
+	return;
+
+random:
+	/* Read exactly the request; the state stays as it was, so a random
+	 * read in the middle of a stream does not destroy its window. */
+	decision_set(p, d, RA_KIND_RANDOM, index, req, 0);
+}
+
+/* DESIGN.md's async rules on @st, with window cap @max. */
+static void async_rules(struct ra_hstate *st, const struct ra_params *p,
+			const struct ra_view *v, uint64_t index, uint64_t req,
+			uint64_t max, struct ra_decision *d)
+{
+	uint64_t start, size;
+
+	if (st->size && index == st->start + st->size - st->async_size) {
+		size = ra_next_size(st->size, max);
+		decision_set(p, d, RA_KIND_ASYNC, st->start + st->size, size,
+			     size);
+		state_set(st, d);
+		return;
+	}
+	/* Another reader's mark: whatever it read ahead is cached from here
+	 * to the next hole; continue from there. */
+	start = v->next_hole(v->ctx, index + 1, max);
+	if (start - index > max) {
+		decision_set(p, d, RA_KIND_ASYNC_GIVEUP, index, 0, 0);
+		return;
+	}
+	size = ra_next_size(start - index + req, max);
+	decision_set(p, d, RA_KIND_ASYNC_RECOVER, start, size, size);
+	state_set(st, d);
+}
+
+/* A sync miss inside a stream's match range (stream.h, sync rule 1). */
+static void stream_sync(struct ra_hstate *st, struct ra_stream_table *t,
+			int slot, const struct ra_params *p, uint64_t index,
+			uint64_t req, struct ra_decision *d)
+{
+	struct ra_stream *s = &t->s[slot];
+	uint64_t max = ra_stream_cap(t, slot);
+	uint64_t end = s->start + s->size;
+	uint64_t start, size;
+
+	if (index >= end) {
+		/* A request that overtook the window: push the stream as its
+		 * mark would, far enough to cover the request. */
+		start = end;
+		size = ra_next_size(u64_max(s->size, 1), max);
+		while (start + size < index + req && size < max)
+			size = ra_next_size(size, max);
+		if (start + size < index + req)
+			start = index; /* the gap exceeds max: jump */
+		decision_set(p, d, RA_KIND_STREAM_AHEAD, start, size, size);
+	} else if (index >= s->start) {
+		/* The stream read these pages ahead and they are gone. */
+		size = u64_max(u64_min(s->size, max), req);
+		decision_set(p, d, RA_KIND_STREAM_REFILL, index, size,
+			     size > req ? size - req : size / 2);
+	} else {
+		/* A late request in front of the stream: fill the gap up to
+		 * the window, leave the window where it is. */
+		size = u64_max(req, u64_min(s->start - index, max));
+		decision_set(p, d, RA_KIND_STREAM_BEHIND, index, size, 0);
+		s->last_use = t->tick;
+		d->stream = slot;
+		return;
+	}
+	d->stream =
+		ra_stream_set_window(t, slot, d->start, d->size, d->async_size);
+	state_set(st, d);
+}
+
+/* Record a window the per-handle rules opened: into @slot if it moves that
+ * stream forward (never back: a stale handle window behind the stream only
+ * refreshes it), else as a new stream. */
+static void stream_record(struct ra_stream_table *t, int slot,
+			  struct ra_decision *d)
+{
+	if (slot >= 0) {
+		struct ra_stream *s = &t->s[slot];
+
+		if (d->start + d->size <= s->start + s->size) {
+			s->last_use = t->tick;
+			d->stream = slot;
+			return;
+		}
+	}
+	d->stream =
+		ra_stream_set_window(t, slot, d->start, d->size, d->async_size);
+}
+
+void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *t,
+		    const struct ra_params *p, const struct ra_view *v,
+		    uint64_t index, uint64_t req, struct ra_decision *d)
+{
+	int slot, cand;
+
+	if (!req)
+		req = 1;
+	d->stream = -1;
+	if (!t) {
+		sync_rules(st, p, v, index, req, p->max, d);
+		return;
+	}
+
+	t->tick++;
+	slot = ra_stream_match(t, index, req);
+	/* 1: a page of a stream's window is gone: refill it at the stream's
+	 * (thrash-capped) size. */
+	if (slot >= 0 && index >= t->s[slot].start &&
+	    index < t->s[slot].start + t->s[slot].size) {
+		stream_sync(st, t, slot, p, index, req, d);
+		return;
+	}
+	/* 2: the per-handle rules, exactly; a window they open is a stream. */
+	sync_rules(st, p, v, index, req, ra_stream_cap(t, slot), d);
+	if (d->kind != RA_KIND_RANDOM) {
+		stream_record(t, slot, d);
+		return;
+	}
+	/* 3: the read continues a candidate exactly: the sequential-miss rule,
+	 * with the inode's history standing in for the handle's. */
+	cand = ra_stream_match_candidate(t, index);
+	if (cand >= 0) {
+		initial_window(p, d, RA_KIND_STREAM_SEQ, index, req, p->max);
+		d->stream = ra_stream_set_window(t, cand, d->start, d->size,
+						 d->async_size);
+		state_set(st, d);
+		return;
+	}
+	/* 4: within a stream's reach (a reordered request): continue it. */
+	if (slot >= 0) {
+		stream_sync(st, t, slot, p, index, req, d);
+		return;
+	}
+	/* 5: random; it may only leave a candidate. */
+	ra_stream_note_candidate(t, index, req);
+}
+
+void ra_decide_async(struct ra_hstate *st, struct ra_stream_table *t,
+		     const struct ra_params *p, const struct ra_view *v,
+		     uint64_t index, uint64_t req, struct ra_decision *d)
+{
+	struct ra_stream *s;
+	uint64_t max, size;
+	int slot;
+
+	if (!req)
+		req = 1;
+	d->stream = -1;
+	if (!t) {
+		async_rules(st, p, v, index, req, p->max, d);
+		return;
+	}
+
+	t->tick++;
+	slot = ra_stream_match_mark(t, index);
+	if (slot >= 0) {
+		/* The stream's own mark: its window was used in time. */
+		s = &t->s[slot];
+		ra_stream_clean_window(t, slot);
+		max = ra_stream_cap(t, slot);
+		size = ra_next_size(s->size, max);
+		decision_set(p, d, RA_KIND_STREAM_ASYNC, s->start + s->size,
+			     size, size);
+		d->stream = ra_stream_set_window(t, slot, d->start, d->size,
+						 d->async_size);
+		state_set(st, d);
+		return;
+	}
+	slot = ra_stream_match(t, index, req);
+	async_rules(st, p, v, index, req, ra_stream_cap(t, slot), d);
+	if (d->kind != RA_KIND_ASYNC_GIVEUP)
+		stream_record(t, slot, d);
+}

@@ -1,0 +1,784 @@
+/* ra.c - the readahead engine: decisions (decide.c, stream.c) tied to the
+ * page cache (cache_insert_range()), the backing reads and the worker pool
+ * (backing.c, worker.c), per mount and per file.
+ *
+ * One decision, from a miss or a mark to I/O:
+ *
+ *   ra_sync_miss / ra_marker_hit
+ *     | thrash/waste feedback into the stream table      (f->lock)
+ *     | decide on a copy of the handle state             (st->lock, f->lock,
+ *     |   + round the window end to the stripe            RCU for the hole
+ *     |   + write the window back                         scans)
+ *     v  -- every lock dropped --
+ *   cache_insert_range(), up to three calls:
+ *        [io_start, index)        prefetch  (a gap fill before the reader)
+ *        [index, index + nr)      demand    (the reader's own pages)
+ *        [index + nr, io_end)     prefetch  (ahead; the mark page is here)
+ *     v
+ *   prefetch pages -> ra_backing_queue() to the workers (RA_PRIO_ASYNC),
+ *                     queued first so that they run while ...
+ *   demand pages   -> ra_backing_read() on this thread (its other pieces
+ *                     on workers at RA_PRIO_DEMAND)
+ *
+ * The decision and the insertion are not atomic: another reader may insert
+ * some of the pages in between; cache_insert_range() skips present pages,
+ * so the worst case is a window a little shorter than decided.  A window
+ * refused by the pool (already queued, queue full) has its pages completed
+ * with -EAGAIN by backing.c: they leave the tree and a reader that needs
+ * one misses again.
+ */
+#include "ra/ra.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "ra/backing.h"
+#include "ra/decide.h"
+#include "ra/geometry.h"
+#include "ra/stream.h"
+#include "ra/worker.h"
+
+#define RA_PAGE_SHIFT CACHE_PAGE_SHIFT
+#define RA_MAX_BYTES_LIMIT (UINT64_C(1) << 30)
+#define RA_DEFAULT_WORKERS 4
+#define RA_DEFAULT_QUEUE_DEPTH 1024
+/* Devices whose geometry an engine remembers (one probe per device). */
+#define RA_GEOM_CACHE 16
+
+/* Counters kept per file and summed per engine: struct ra_counts of
+ * relaxed atomics. */
+
+struct ra_engine {
+	struct ra_config cfg;
+	struct cache *cache;
+	struct ra_pool *pool;
+	struct ra_io_totals io; /* backing I/O over every file */
+	struct ra_counts c;
+	uint64_t files; /* __atomic */
+	pthread_mutex_t geom_lock; /* guards geom[] */
+	struct {
+		dev_t dev;
+		struct ra_geometry g;
+	} geom[RA_GEOM_CACHE];
+	unsigned int nr_geom;
+};
+
+struct ra_file {
+	struct ra_engine *e;
+	struct cache_mapping *m; /* a reference */
+	struct ra_backing *b; /* a reference */
+	int refs; /* __atomic */
+	struct ra_geometry geom; /* copy: window-end rounding */
+	uint64_t base_max; /* window cap in pages, before advice */
+	pthread_mutex_t lock; /* taken after a handle's lock */
+	/* Protected by lock: */
+	struct ra_stream_table table;
+	enum ra_advice advice;
+	uint64_t max; /* base_max, doubled by RA_ADVICE_SEQUENTIAL */
+	uint64_t waste_seen; /* the mapping's waste counter last charged */
+	/* Counters: relaxed atomics. */
+	struct ra_counts c;
+};
+
+static const struct ra_page_ops page_ops = RA_CACHE_PAGE_OPS;
+
+static uint64_t u64_min(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static void count(struct ra_file *f, size_t field_offset, uint64_t v)
+{
+	__atomic_fetch_add((uint64_t *)((char *)&f->c + field_offset), v,
+			   __ATOMIC_RELAXED);
+	__atomic_fetch_add((uint64_t *)((char *)&f->e->c + field_offset), v,
+			   __ATOMIC_RELAXED);
+}
+
+#define COUNT(f, field, v) count((f), offsetof(struct ra_counts, field), (v))
+
+static void counters_read(const struct ra_counts *c, struct ra_counts *out)
+{
+	const uint64_t *src = (const uint64_t *)c;
+	uint64_t *dst = (uint64_t *)out;
+
+	for (size_t i = 0; i < sizeof(*c) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Engine                                                                  */
+
+static void worker_online(void *arg)
+{
+	cache_thread_online();
+}
+
+static void worker_offline(void *arg)
+{
+	cache_thread_offline();
+}
+
+static int config_check(const struct ra_config *cfg)
+{
+	struct ra_geometry g;
+
+	if (cfg->max_bytes % CACHE_PAGE_SIZE ||
+	    cfg->max_bytes > RA_MAX_BYTES_LIMIT)
+		return -EINVAL;
+	if ((unsigned int)cfg->context > RA_CONTEXT_OFF ||
+	    (unsigned int)cfg->backing_io > RA_BACKING_IO_BUFFERED)
+		return -EINVAL;
+	if (cfg->workers > 64 || cfg->queue_depth > 65536)
+		return -EINVAL;
+	if (cfg->stripe_bytes || cfg->chunk_bytes) {
+		/* The overrides must make sense on their own. */
+		memset(&g, 0, sizeof(g));
+		return ra_geometry_override(&g, cfg->stripe_bytes,
+					    cfg->chunk_bytes);
+	}
+	return 0;
+}
+
+int ra_engine_create(const struct ra_config *cfg, struct cache *cache,
+		     struct ra_engine **out)
+{
+	struct ra_pool_config pc = {0};
+	struct ra_engine *e;
+	int rc;
+
+	if (!cfg || !cache || !out)
+		return -EINVAL;
+	rc = config_check(cfg);
+	if (rc)
+		return rc;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->cfg = *cfg;
+	e->cfg.sysfs_root = NULL; /* not kept: probed per device below */
+	if (!e->cfg.workers)
+		e->cfg.workers = RA_DEFAULT_WORKERS;
+	if (!e->cfg.queue_depth)
+		e->cfg.queue_depth = RA_DEFAULT_QUEUE_DEPTH;
+	e->cache = cache;
+	rc = -pthread_mutex_init(&e->geom_lock, NULL);
+	if (rc)
+		goto out_free;
+	pc.workers = e->cfg.workers;
+	pc.queue_depth = e->cfg.queue_depth;
+	pc.thread_init = worker_online;
+	pc.thread_exit = worker_offline;
+	rc = ra_pool_create(&pc, &e->pool);
+	if (rc)
+		goto out_destroy_lock;
+	/* sysfs_root is only read at ra_file_open(); keep a private copy. */
+	if (cfg->sysfs_root) {
+		e->cfg.sysfs_root = strdup(cfg->sysfs_root);
+		if (!e->cfg.sysfs_root) {
+			rc = -ENOMEM;
+			goto out_destroy_pool;
+		}
+	}
+	*out = e;
+	return 0;
+
+out_destroy_pool:
+	ra_pool_destroy(e->pool);
+out_destroy_lock:
+	pthread_mutex_destroy(&e->geom_lock);
+out_free:
+	free(e);
+	return rc;
+}
+
+int ra_engine_destroy(struct ra_engine *e)
+{
+	if (!e)
+		return 0;
+	if (__atomic_load_n(&e->files, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	ra_pool_destroy(e->pool);
+	pthread_mutex_destroy(&e->geom_lock);
+	free((char *)e->cfg.sysfs_root);
+	free(e);
+	return 0;
+}
+
+/* The geometry of @dev, probed once per engine and device. */
+static void engine_geometry(struct ra_engine *e, dev_t dev,
+			    struct ra_geometry *g)
+{
+	const char *root = e->cfg.sysfs_root ? e->cfg.sysfs_root : "/sys";
+
+	pthread_mutex_lock(&e->geom_lock);
+	for (unsigned int i = 0; i < e->nr_geom; i++) {
+		if (e->geom[i].dev == dev) {
+			*g = e->geom[i].g;
+			pthread_mutex_unlock(&e->geom_lock);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&e->geom_lock);
+
+	/* Probe outside the lock (it reads files); a racing probe of the
+	 * same device finds the same numbers. */
+	ra_geometry_probe(root, dev, g);
+	if (e->cfg.stripe_bytes || e->cfg.chunk_bytes) {
+		/* Checked at create; on a device whose probed values clash
+		 * with the override, the override applies to a clean slate. */
+		if (ra_geometry_override(g, e->cfg.stripe_bytes,
+					 e->cfg.chunk_bytes)) {
+			memset(g, 0, sizeof(*g));
+			ra_geometry_override(g, e->cfg.stripe_bytes,
+					     e->cfg.chunk_bytes);
+		}
+	}
+	pthread_mutex_lock(&e->geom_lock);
+	if (e->nr_geom < RA_GEOM_CACHE) {
+		e->geom[e->nr_geom].dev = dev;
+		e->geom[e->nr_geom].g = *g;
+		e->nr_geom++;
+	}
+	pthread_mutex_unlock(&e->geom_lock);
+}
+
+void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st)
+{
+	struct ra_io_totals io;
+	struct ra_pool_stats ps;
+
+	memset(st, 0, sizeof(*st));
+	counters_read(&e->c, &st->c);
+	st->files = __atomic_load_n(&e->files, __ATOMIC_RELAXED);
+	ra_io_totals_read(&e->io, &io);
+	st->backing_reads = io.reads;
+	st->backing_bytes = io.bytes;
+	st->backing_errors = io.errors;
+	st->opens_direct = io.opens_direct;
+	st->opens_buffered = io.opens_buffered;
+	ra_pool_stats(e->pool, &ps);
+	st->queue_depth_now = ps.queued[RA_PRIO_ASYNC];
+	st->workers_busy = ps.running;
+	st->queue_dropped = ps.dropped_full[RA_PRIO_ASYNC] +
+			    ps.dropped_full[RA_PRIO_DEMAND];
+	st->workers = ps.workers;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Files                                                                   */
+
+int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
+		 dev_t dev, struct ra_file **out)
+{
+	static const enum ra_backing_mode modes[] = {
+		[RA_BACKING_IO_AUTO] = RA_BACKING_AUTO,
+		[RA_BACKING_IO_DIRECT] = RA_BACKING_DIRECT,
+		[RA_BACKING_IO_BUFFERED] = RA_BACKING_BUFFERED,
+	};
+	struct ra_backing_config bc = {0};
+	struct cache_mapping_stats ms;
+	struct ra_file *f;
+	int rc;
+
+	if (!e || !m || !out)
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->e = e;
+	f->refs = 1;
+	engine_geometry(e, dev, &f->geom);
+	f->base_max = e->cfg.max_bytes ? e->cfg.max_bytes >> RA_PAGE_SHIFT
+				       : f->geom.max_window >> RA_PAGE_SHIFT;
+	if (!f->base_max)
+		f->base_max = RA_GEOM_MIN_WINDOW >> RA_PAGE_SHIFT;
+	f->max = f->base_max;
+	ra_stream_table_init(&f->table, f->max);
+	rc = -pthread_mutex_init(&f->lock, NULL);
+	if (rc)
+		goto out_free;
+
+	bc.mode = modes[e->cfg.backing_io];
+	/* Split only on a chunk the backing can take (whole pages). */
+	if (f->geom.chunk % CACHE_PAGE_SIZE == 0)
+		bc.chunk = f->geom.chunk;
+	bc.ops = &page_ops;
+	bc.totals = &e->io;
+	rc = ra_backing_open(backing_fd, &bc, &f->b);
+	if (rc)
+		goto out_destroy_lock;
+
+	cache_mapping_get(m);
+	f->m = m;
+	cache_mapping_stats(m, &ms);
+	f->waste_seen = ms.waste;
+	__atomic_fetch_add(&e->files, 1, __ATOMIC_RELAXED);
+	*out = f;
+	return 0;
+
+out_destroy_lock:
+	pthread_mutex_destroy(&f->lock);
+out_free:
+	free(f);
+	return rc;
+}
+
+void ra_file_get(struct ra_file *f)
+{
+	__atomic_fetch_add(&f->refs, 1, __ATOMIC_RELAXED);
+}
+
+void ra_file_put(struct ra_file *f)
+{
+	struct ra_engine *e;
+
+	if (!f || __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	e = f->e;
+	/* No reader is left: its queued windows only cost I/O.  Those
+	 * already running finish on their own backing reference. */
+	ra_pool_cancel(e->pool, f);
+	ra_backing_put(f->b);
+	cache_mapping_put(f->m);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+	__atomic_fetch_sub(&e->files, 1, __ATOMIC_RELEASE);
+}
+
+void ra_file_invalidate(struct ra_file *f)
+{
+	pthread_mutex_lock(&f->lock);
+	ra_stream_table_reset(&f->table);
+	pthread_mutex_unlock(&f->lock);
+	ra_pool_cancel(f->e->pool, f);
+}
+
+void ra_state_init(struct ra_state *st)
+{
+	pthread_mutex_init(&st->lock, NULL);
+	st->start = 0;
+	st->size = 0;
+	st->async_size = 0;
+	__atomic_store_n(&st->prev_index, RA_PREV_NONE, __ATOMIC_RELAXED);
+}
+
+void ra_state_destroy(struct ra_state *st)
+{
+	pthread_mutex_destroy(&st->lock);
+}
+
+void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr)
+{
+	__atomic_store_n(&st->prev_index, index + (nr ? nr : 1) - 1,
+			 __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Decisions                                                               */
+
+static uint64_t view_prev_hole(void *ctx, uint64_t index, uint64_t max_scan)
+{
+	return cache_prev_hole_rcu(ctx, index, max_scan);
+}
+
+static uint64_t view_next_hole(void *ctx, uint64_t index, uint64_t max_scan)
+{
+	return cache_next_hole_rcu(ctx, index, max_scan);
+}
+
+/* The file size in pages, as the mapping's identity has it. */
+static uint64_t file_eof(struct ra_file *f)
+{
+	struct cache_identity id;
+
+	cache_mapping_identity(f->m, &id);
+	return (id.size + CACHE_PAGE_SIZE - 1) >> RA_PAGE_SHIFT;
+}
+
+/* Thrash and waste reported by the cache, charged to the streams.  Called
+ * with f->lock held. */
+static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
+{
+	struct cache_mapping_stats ms;
+
+	if (thrash)
+		ra_stream_thrash(&f->table, index);
+	cache_mapping_stats(f->m, &ms);
+	if (ms.waste > f->waste_seen) {
+		COUNT(f, waste, ms.waste - f->waste_seen);
+		ra_stream_waste(&f->table, RA_NO_PAGE,
+				ms.waste - f->waste_seen);
+		f->waste_seen = ms.waste;
+	}
+}
+
+/* Round a window's end onto the stripe (ra-io's rule: only where it costs
+ * nothing) and keep the mark where the rule put it.  @min_end: the reader's
+ * own pages stay inside. */
+static void round_window(const struct ra_file *f, struct ra_decision *d,
+			 uint64_t max, uint64_t eof, uint64_t min_end)
+{
+	uint64_t end = d->start + d->size, new_end, limit;
+
+	if (!f->geom.stripe || !d->size || d->kind == RA_KIND_RANDOM ||
+	    d->kind == RA_KIND_STREAM_BEHIND || d->kind == RA_KIND_ASYNC_GIVEUP)
+		return;
+	limit = u64_min(d->start + max, eof);
+	if (limit <= d->start)
+		return;
+	if (min_end < d->start + 1)
+		min_end = d->start + 1;
+	new_end =
+		ra_geometry_round_end(&f->geom, d->start, end, min_end, limit);
+	if (new_end == end || new_end <= d->start)
+		return;
+	/* The mark stays on the page the rule chose while it is inside. */
+	if (new_end > end)
+		d->async_size += new_end - end;
+	else if (d->async_size > end - new_end)
+		d->async_size -= end - new_end;
+	else
+		d->async_size = 1;
+	d->size = new_end - d->start;
+	d->io_nr = d->start >= eof ? 0 : u64_min(d->size, eof - d->start);
+	d->mark = d->start + d->size - d->async_size;
+	if (d->mark >= d->io_start + d->io_nr)
+		d->mark = RA_NO_PAGE;
+}
+
+/*
+ * Decide for handle @st of @f.  Locks: st->lock, then f->lock, then the RCU
+ * read lock for the hole scans; all dropped on return.
+ */
+static void decide(struct ra_file *f, struct ra_state *st, bool async,
+		   uint64_t index, uint64_t nr, struct ra_decision *d)
+{
+	struct ra_view v = {view_prev_hole, view_next_hole, f->m};
+	struct ra_params p;
+	struct ra_hstate h;
+	bool thrash = false;
+	int slot;
+
+	p.eof = file_eof(f);
+	p.rule = f->e->cfg.context;
+	if (!async) {
+		/* A miss on a page read ahead and evicted unused: thrash. */
+		thrash = cache_ghost_test_clear(f->m, index);
+		if (thrash)
+			COUNT(f, thrash, 1);
+	}
+
+	pthread_mutex_lock(&st->lock);
+	h.start = st->start;
+	h.size = st->size;
+	h.async_size = st->async_size;
+	h.prev_index = __atomic_load_n(&st->prev_index, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&f->lock);
+	feedback_locked(f, index, thrash);
+	p.max = f->max;
+	if (f->advice == RA_ADVICE_RANDOM) {
+		/* No readahead at all: read what was asked. */
+		memset(d, 0, sizeof(*d));
+		d->kind = async ? RA_KIND_ASYNC_GIVEUP : RA_KIND_RANDOM;
+		d->start = d->io_start = index;
+		d->size = async ? 0 : nr;
+		d->io_nr =
+			async ? 0
+			      : (index >= p.eof ? 0
+						: u64_min(nr, p.eof - index));
+		d->mark = RA_NO_PAGE;
+		d->stream = -1;
+		goto out_unlock;
+	}
+	rcu_read_lock();
+	if (async)
+		ra_decide_async(&h,
+				f->e->cfg.no_stream_table ? NULL : &f->table,
+				&p, &v, index, nr, d);
+	else
+		ra_decide_sync(&h, f->e->cfg.no_stream_table ? NULL : &f->table,
+			       &p, &v, index, nr, d);
+	rcu_read_unlock();
+
+	slot = d->stream;
+	if (f->geom.stripe) {
+		uint64_t old_size = d->size, old_start = d->start;
+
+		round_window(f, d, p.max, p.eof, index + nr);
+		/* Keep the handle's and the stream's copy of the window in
+		 * step with what is read. */
+		if (h.start == old_start && h.size == old_size) {
+			h.size = d->size;
+			h.async_size = d->async_size;
+		}
+		if (slot >= 0 && f->table.s[slot].start == old_start &&
+		    f->table.s[slot].size == old_size) {
+			f->table.s[slot].size = d->size;
+			f->table.s[slot].async_size = d->async_size;
+		}
+	}
+	st->start = h.start;
+	st->size = h.size;
+	st->async_size = h.async_size;
+out_unlock:
+	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&st->lock);
+
+	COUNT(f, decisions[d->kind], 1);
+	if (d->kind != RA_KIND_RANDOM && d->kind != RA_KIND_ASYNC_GIVEUP &&
+	    d->kind != RA_KIND_STREAM_BEHIND)
+		COUNT(f, windows, 1);
+}
+
+/* Insert [start, start + nr) with @flags; the inserted pages go to
+ * @pages (room for nr).  Return: cache_insert_range()'s. */
+static int insert(struct ra_file *f, uint64_t start, uint64_t nr, uint64_t mark,
+		  unsigned int flags, struct cache_page **pages,
+		  unsigned int *got)
+{
+	int rc;
+
+	*got = 0;
+	if (!nr)
+		return 0;
+	if (mark < start || mark >= start + nr)
+		mark = CACHE_NO_MARK;
+	rc = cache_insert_range(f->m, start, nr, mark, flags, pages, got);
+	if (rc == -ENOSPC)
+		COUNT(f, enospc, 1);
+	return rc;
+}
+
+/* Queue prefetched pages to the workers. */
+static void queue_async(struct ra_file *f, struct cache_page **pages,
+			unsigned int n)
+{
+	int rc;
+
+	if (!n)
+		return;
+	COUNT(f, async_pages, n);
+	rc = ra_backing_queue(f->b, pages, n, f->e->pool, f->m, f);
+	if (rc) /* the pages were completed with -EAGAIN: they leave */
+		COUNT(f, queue_refused, 1);
+	else
+		COUNT(f, queued, 1);
+}
+
+/* Pages per cache_insert_range() call: a window of any size is inserted
+ * and issued in batches of this many (2 KiB of pointers on the stack). */
+#define RA_BATCH 256
+
+/*
+ * Insert [lo, hi) in batches; prefetch batches are queued to the workers,
+ * demand batches read on this thread.  Return: 0, or the first insertion's
+ * -errno (-ENOSPC: the budget is exhausted, the rest is not tried).
+ */
+static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
+		       uint64_t mark, bool demand)
+{
+	struct cache_page *pages[RA_BATCH];
+	unsigned int got;
+	int rc;
+
+	for (uint64_t i = lo; i < hi; i += RA_BATCH) {
+		uint64_t n = u64_min(RA_BATCH, hi - i);
+
+		rc = insert(f, i, n, mark, demand ? 0 : CACHE_INSERT_PREFETCH,
+			    pages, &got);
+		if (rc)
+			return rc;
+		if (!demand) {
+			queue_async(f, pages, got);
+			continue;
+		}
+		if (!got)
+			continue;
+		COUNT(f, sync_pages, got);
+		if (ra_backing_read(f->b, pages, got, f->e->pool,
+				    RA_PRIO_DEMAND))
+			COUNT(f, errors, 1);
+	}
+	return 0;
+}
+
+/*
+ * Insert and issue @d's window around the reader's pages [dlo, dhi): the
+ * window's part after them and before them as prefetch (queued first, so
+ * the workers run while this thread reads), then [dlo, dhi) as demand,
+ * whole: the reader needs every one of them, whatever the window (an
+ * oversize read, a window clipped at a stale EOF).
+ * Return: 0, or the demand insertion's -errno.
+ */
+static int issue(struct ra_file *f, const struct ra_decision *d, uint64_t dlo,
+		 uint64_t dhi)
+{
+	uint64_t lo = d->io_start, hi = d->io_start + d->io_nr;
+
+	if (hi > lo) {
+		if (hi > dhi)
+			issue_range(f, dhi > lo ? dhi : lo, hi, d->mark, false);
+		if (dlo > lo)
+			issue_range(f, lo, dlo < hi ? dlo : hi, d->mark, false);
+	}
+	return issue_range(f, dlo, dhi, d->mark, true);
+}
+
+int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
+		 uint64_t nr)
+{
+	struct ra_decision d;
+
+	if (!nr || index >= CACHE_INDEX_LIMIT || nr > CACHE_INDEX_LIMIT - index)
+		return -EINVAL;
+	decide(f, st, false, index, nr, &d);
+	return issue(f, &d, index, index + nr);
+}
+
+int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
+		  uint64_t nr)
+{
+	struct ra_decision d;
+	int rc;
+
+	if (!nr || index >= CACHE_INDEX_LIMIT)
+		return -EINVAL;
+	decide(f, st, true, index, nr, &d);
+	/* Nothing here is the reader's: it holds its pages already. */
+	rc = issue(f, &d, d.io_start, d.io_start);
+	return rc == -ENOSPC ? 0 : rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Advice and stats                                                        */
+
+static const char *const advice_names[] = {
+	[RA_ADVICE_NORMAL] = "normal",
+	[RA_ADVICE_SEQUENTIAL] = "sequential",
+	[RA_ADVICE_RANDOM] = "random",
+	[RA_ADVICE_WILLNEED] = "willneed",
+	[RA_ADVICE_DONTNEED] = "dontneed",
+};
+
+const char *ra_advice_name(enum ra_advice advice)
+{
+	if ((unsigned int)advice > RA_ADVICE_DONTNEED)
+		return NULL;
+	return advice_names[advice];
+}
+
+int ra_advice_parse(const char *s, enum ra_advice *out)
+{
+	size_t n;
+
+	if (!s)
+		return -EINVAL;
+	n = strlen(s);
+	if (n && s[n - 1] == '\n')
+		n--;
+	for (unsigned int i = 0; i <= RA_ADVICE_DONTNEED; i++) {
+		if (strlen(advice_names[i]) == n &&
+		    !strncmp(s, advice_names[i], n)) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* WILLNEED: read [first, last] ahead, in windows of the cap. */
+static void willneed(struct ra_file *f, uint64_t first, uint64_t last)
+{
+	struct ra_decision d = {0};
+	uint64_t max;
+
+	pthread_mutex_lock(&f->lock);
+	max = f->max;
+	pthread_mutex_unlock(&f->lock);
+	for (uint64_t i = first; i <= last; i += max) {
+		d.kind = RA_KIND_NONE;
+		d.io_start = d.start = i;
+		d.io_nr = d.size = u64_min(max, last - i + 1);
+		d.mark = RA_NO_PAGE;
+		if (issue(f, &d, i, i)) /* no demand part */
+			break;
+		if (last - i < max)
+			break;
+	}
+}
+
+int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
+		   uint64_t len)
+{
+	uint64_t eof, first, last;
+
+	if ((unsigned int)advice > RA_ADVICE_DONTNEED)
+		return -EINVAL;
+	first = off >> RA_PAGE_SHIFT;
+	if (len && off + len - 1 >= off)
+		last = (off + len - 1) >> RA_PAGE_SHIFT;
+	else
+		last = UINT64_MAX;
+	switch (advice) {
+	case RA_ADVICE_NORMAL:
+	case RA_ADVICE_SEQUENTIAL:
+	case RA_ADVICE_RANDOM:
+		pthread_mutex_lock(&f->lock);
+		f->advice = advice;
+		f->max = advice == RA_ADVICE_SEQUENTIAL ? 2 * f->base_max
+							: f->base_max;
+		f->table.max = f->max;
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	case RA_ADVICE_WILLNEED:
+		eof = file_eof(f);
+		if (first >= eof)
+			return 0;
+		willneed(f, first, u64_min(last, eof - 1));
+		return 0;
+	case RA_ADVICE_DONTNEED:
+		cache_mapping_invalidate(f->m, first, last);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
+{
+	struct ra_backing_stats bs;
+
+	memset(st, 0, sizeof(*st));
+	counters_read(&f->c, &st->c);
+	st->stripe_pages = f->geom.stripe >> RA_PAGE_SHIFT;
+	ra_backing_stats(f->b, &bs);
+	st->backing_io = bs.mode == RA_BACKING_DIRECT ? RA_BACKING_IO_DIRECT
+						      : RA_BACKING_IO_BUFFERED;
+	st->backing_reads = bs.reads;
+	st->backing_bytes = bs.bytes;
+
+	pthread_mutex_lock(&f->lock);
+	st->advice = f->advice;
+	st->max_window = f->max;
+	for (int i = 0; i < RA_STREAMS && st->nr_streams < RA_STATS_STREAMS;
+	     i++) {
+		const struct ra_stream *s = &f->table.s[i];
+		struct ra_stream_stats *o = &st->streams[st->nr_streams];
+
+		if (s->state == RA_STREAM_FREE)
+			continue;
+		o->state = s->state;
+		o->start = s->state == RA_STREAM_ACTIVE ? s->start : s->next;
+		o->size = s->size;
+		o->async_size = s->async_size;
+		o->cap = s->state == RA_STREAM_ACTIVE ? s->cap : 0;
+		o->windows = s->windows;
+		o->thrash = s->thrash;
+		o->waste = s->waste;
+		st->nr_streams++;
+	}
+	pthread_mutex_unlock(&f->lock);
+}

@@ -1,0 +1,312 @@
+/* ra.h - the readahead engine: what the FUSE read path calls on a miss or on
+ * a READAHEAD mark, per-file advice, and the stats that say why a file is
+ * fast or slow.
+ *
+ * Objects:
+ *   struct ra_engine  one per mount: configuration, the worker pool, stripe
+ *                     geometry per backing device, engine-wide counters.
+ *   struct ra_file    one per backing inode (like its struct cache_mapping),
+ *                     shared by every handle and thread: the backing fd for
+ *                     readahead I/O, the stream table, the window cap, the
+ *                     advice, per-file counters.  Reference counted.
+ *   struct ra_state   one per open handle (fh), embedded by the caller: the
+ *                     kernel's file_ra_state (window and prev_index).
+ *                     Threads sharing a handle share it.
+ *
+ * The read path, for a read of pages [index, index + nr):
+ *
+ *   rcu_read_lock(); look each page up (cache_lookup_rcu())
+ *     missing page i  -> (outside RCU) ra_sync_miss(f, st, i, index + nr - i):
+ *                        decides, inserts the window's pages LOCKED, reads
+ *                        the reader's own pages now (waiting only for the
+ *                        first I/O piece), queues the rest to the workers;
+ *                        then look the pages up again and wait on them.
+ *     page with the READAHEAD mark (cache_page_test_clear_readahead() true)
+ *                     -> ra_marker_hit(f, st, i, index + nr - i): queues the
+ *                        next window; never waits for I/O.
+ *   after the read, hit or miss: ra_note_read(st, index, nr).
+ *
+ * Concurrency contract:
+ *   - st->lock guards a handle's window; prev_index is a single word written
+ *     with an atomic store by ra_note_read() (no lock on the hit path) and
+ *     read atomically under st->lock by the decisions.
+ *   - f->lock guards the file's stream table, advice and window cap; it is
+ *     taken after st->lock, never before.
+ *   - Both are held only around a decision (a few hundred instructions and
+ *     the RCU hole scans); never across backing I/O, a sleeping cache call
+ *     (cache_insert_range(), cache_page_wait()) or a FUSE reply.
+ *   - Counters are relaxed atomics: stats are not a snapshot.
+ *   - Every thread that calls ra_* must be online for the cache
+ *     (cache_thread_online()); the engine's workers are made so by the
+ *     engine.
+ */
+#ifndef AHEADFS_RA_RA_H
+#define AHEADFS_RA_RA_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cache;
+struct cache_mapping;
+struct ra_engine;
+struct ra_file;
+
+/* The context rule for a sync miss that is neither at page 0, oversize nor
+ * sequential for its handle (DESIGN.md section 5, sync rule 2). */
+enum ra_context_rule {
+	RA_CONTEXT_CONSERVATIVE = 0, /* default: contig > req, size =
+				      * min(contig + req, max), async 1 */
+	RA_CONTEXT_LOOSE, /* the 2009 patch: contig > 0, size =
+			   * init_size(contig + req), async = size */
+	RA_CONTEXT_OFF, /* no context readahead: such a miss is random */
+};
+
+/* Why a decision came out as it did.  Every decision is counted by kind. */
+enum ra_kind {
+	RA_KIND_NONE = 0, /* no decision */
+	RA_KIND_INITIAL, /* sync: read at page 0 */
+	RA_KIND_OVERSIZE, /* sync: req > max */
+	RA_KIND_SEQ_MISS, /* sync: index - prev_index <= 1 */
+	RA_KIND_CONTEXT, /* sync: prev_hole found a stream's history */
+	RA_KIND_RANDOM, /* sync: read exactly the request, state unchanged */
+	RA_KIND_ASYNC, /* async: own mark, window pushed forward */
+	RA_KIND_ASYNC_RECOVER, /* async: another reader's mark, next_hole */
+	RA_KIND_ASYNC_GIVEUP, /* async: next hole more than max away */
+	RA_KIND_STREAM_SEQ, /* table: sequential to a candidate stream */
+	RA_KIND_STREAM_AHEAD, /* table: miss at/after a stream's window */
+	RA_KIND_STREAM_REFILL, /* table: miss inside a stream's window */
+	RA_KIND_STREAM_BEHIND, /* table: miss before a stream's window */
+	RA_KIND_STREAM_ASYNC, /* table: a stream's own mark, pushed */
+	RA_KIND_COUNT
+};
+
+/* Per-file advice: FUSE does not forward posix_fadvise(), so the daemon
+ * takes it through the user.aheadfs.advice xattr. */
+enum ra_advice {
+	RA_ADVICE_NORMAL = 0, /* the rules as they are */
+	RA_ADVICE_SEQUENTIAL, /* window cap doubled (as the kernel does) */
+	RA_ADVICE_RANDOM, /* no readahead: every miss reads only the request */
+	RA_ADVICE_WILLNEED, /* read [off, off + len) ahead now (once) */
+	RA_ADVICE_DONTNEED, /* drop [off, off + len) from the cache (once) */
+};
+
+/* How the backing file is read (the mode in force is in the stats). */
+enum ra_backing_io {
+	RA_BACKING_IO_AUTO = 0, /* O_DIRECT if the backing allows it */
+	RA_BACKING_IO_DIRECT, /* O_DIRECT or fail the open */
+	RA_BACKING_IO_BUFFERED, /* buffered, kernel readahead off, DONTNEED */
+};
+
+/**
+ * struct ra_config - Engine parameters; all-zero is the default.
+ * @max_bytes:	window cap (-o ra_max=); 0: max(1 MiB, 2 x stripe width)
+ *		of each backing device.  A multiple of 4 KiB, at most 1 GiB.
+ * @context:	the context rule (default conservative).
+ * @no_stream_table: turn the per-inode stream table off (DESIGN.md's
+ *		per-handle rules alone).
+ * @workers:	worker threads (-o ra_workers=), 1..64; 0: 4.
+ * @queue_depth: queued windows per priority, 1..65536; 0: 1024.
+ * @stripe_bytes, @chunk_bytes: geometry overrides (-o stripe=, -o chunk=);
+ *		0: probe sysfs.
+ * @backing_io: O_DIRECT or buffered backing reads.
+ * @sysfs_root:	NULL: "/sys" (tests pass a fake tree).
+ */
+struct ra_config {
+	uint64_t max_bytes;
+	enum ra_context_rule context;
+	bool no_stream_table;
+	unsigned int workers;
+	unsigned int queue_depth;
+	uint64_t stripe_bytes;
+	uint64_t chunk_bytes;
+	enum ra_backing_io backing_io;
+	const char *sysfs_root;
+};
+
+/* A handle's readahead state (DESIGN.md: start, size, async_size,
+ * prev_index).  Embedded by the caller; fields private: use the
+ * functions.  ra_state_init() before use, ra_state_destroy() after. */
+struct ra_state {
+	/* private: */
+	pthread_mutex_t lock;
+	uint64_t start, size, async_size; /* under lock */
+	uint64_t prev_index; /* __atomic */
+};
+
+/* One stream of a file, for the stats. */
+struct ra_stream_stats {
+	int state; /* 1 candidate, 2 active (0 free slots are not listed) */
+	uint64_t start, size, async_size; /* window, pages */
+	uint64_t cap; /* window cap after thrash feedback, pages */
+	uint64_t windows, thrash, waste;
+};
+
+#define RA_STATS_STREAMS 8
+
+/* What the decisions did, per file and summed per engine. */
+struct ra_counts {
+	uint64_t decisions[RA_KIND_COUNT]; /* by kind: ra_kind_name() */
+	uint64_t windows; /* decisions that opened or pushed a window */
+	uint64_t sync_pages; /* pages inserted for the reader's own request */
+	uint64_t async_pages; /* pages inserted ahead of the readers */
+	uint64_t queued; /* async windows queued to the workers */
+	uint64_t queue_refused; /* ... refused (duplicate, queue full) */
+	uint64_t enospc; /* insertions refused by the cache budget */
+	uint64_t thrash; /* misses on pages evicted prefetched-unused */
+	uint64_t waste; /* prefetched pages evicted unused (from the cache) */
+	uint64_t errors; /* reader's backing reads that failed */
+};
+
+struct ra_file_stats {
+	struct ra_counts c;
+	uint64_t max_window; /* pages, after advice */
+	uint64_t stripe_pages; /* stripe width used to round windows, 0: none */
+	enum ra_advice advice;
+	enum ra_backing_io backing_io; /* in force: DIRECT or BUFFERED */
+	uint64_t backing_reads, backing_bytes; /* preadv calls, bytes */
+	unsigned int nr_streams; /* entries below */
+	struct ra_stream_stats streams[RA_STATS_STREAMS];
+};
+
+struct ra_engine_stats {
+	struct ra_counts c; /* summed over every file, closed ones too */
+	uint64_t files; /* open ra_files */
+	uint64_t backing_reads, backing_bytes, backing_errors;
+	uint64_t opens_direct, opens_buffered;
+	uint64_t queue_depth_now; /* async windows waiting */
+	uint64_t workers_busy; /* items being run */
+	uint64_t queue_dropped; /* refused by the pool: full */
+	unsigned int workers;
+};
+
+/**
+ * ra_engine_create() - Start a readahead engine over @cache.
+ *
+ * Validates @cfg (the geometry overrides too), starts the workers.
+ * Context: Creates threads; may sleep.  The caller keeps @cache alive
+ * until ra_engine_destroy() has returned.
+ * Return: 0 and *@out, -EINVAL (a value out of range, see struct
+ * ra_config), -ENOMEM, or a thread creation's -errno.
+ */
+int ra_engine_create(const struct ra_config *cfg, struct cache *cache,
+		     struct ra_engine **out);
+
+/**
+ * ra_engine_destroy() - Stop the workers (queued async windows are
+ * cancelled and their pages completed, in-flight I/O finishes) and free.
+ *
+ * Context: Every ra_file has been put; online thread; sleeps.
+ * Return: 0, or -EBUSY (nothing done) while files remain.
+ */
+int ra_engine_destroy(struct ra_engine *e);
+
+/**
+ * ra_file_open() - The readahead side of one backing inode.
+ * @m:		its mapping; the file takes its own reference.
+ * @backing_fd:	any fd of the backing inode (not kept: reopened read-only,
+ *		O_DIRECT where allowed).
+ * @dev:	st_dev of the backing filesystem (stripe geometry).
+ *
+ * One per inode, shared by every handle: the caller keeps it with the
+ * inode.  Returns with one reference.
+ * Context: Opens a file, may read sysfs once per device; sleeps.
+ * Return: 0 and *@out, -ENOMEM, or the backing open's -errno.
+ */
+int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
+		 dev_t dev, struct ra_file **out);
+
+/** ra_file_get() - Another reference.  Context: a holder of one. */
+void ra_file_get(struct ra_file *f);
+
+/**
+ * ra_file_put() - Drop a reference; the last one cancels the file's queued
+ * windows, closes the backing fd and puts the mapping.
+ * Context: Online thread, outside RCU read-side sections; may sleep.
+ */
+void ra_file_put(struct ra_file *f);
+
+/**
+ * ra_file_invalidate() - The backing changed (revalidation, truncate):
+ * forget the file's streams and cancel its queued windows.  The caller
+ * invalidates the cache pages itself.
+ * Context: Online thread; takes f->lock; runs cancellations (may sleep).
+ */
+void ra_file_invalidate(struct ra_file *f);
+
+/** ra_state_init() - A fresh handle state (no window, prev_index -1). */
+void ra_state_init(struct ra_state *st);
+
+/** ra_state_destroy() - Release @st's lock.  Context: no user left. */
+void ra_state_destroy(struct ra_state *st);
+
+/**
+ * ra_sync_miss() - A read of @nr pages at @index found page @index missing.
+ *
+ * Decides (counting the decision), inserts the window's missing pages as
+ * LOCKED (the reader's own pages as demand, the rest as prefetched, the
+ * mark page with the READAHEAD mark), queues the pages ahead of the reader
+ * to the workers and reads the reader's own pages (the first I/O piece on
+ * this thread, the rest on workers).  On return the reader looks its pages
+ * up again and waits on those that are LOCKED; a READAHEAD mark on one of
+ * them is handled with ra_marker_hit() as on any hit.
+ * Context: Online thread, no RCU read lock, no ra lock; does backing I/O
+ * and may sleep (bounded at the cache's hard limit).
+ * Return: 0; -ENOSPC if the cache had no room for the reader's pages
+ * (serve the read uncached); -EINVAL for @nr 0 or an index beyond the
+ * cache's limit; -ENOMEM.  A backing error is not returned: the pages
+ * carry it (cache_page_wait() gives it to every waiter).
+ */
+int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
+		 uint64_t nr);
+
+/**
+ * ra_marker_hit() - A read of @nr pages at @index hit page @index with the
+ * READAHEAD mark, which the caller cleared (cache_page_test_clear_
+ * readahead() returned true).  Decides and queues the next window.
+ * Context: Online thread, no RCU read lock; never waits for backing I/O
+ * (it may wait, bounded, for cache memory).
+ * Return: 0 (also when nothing was worth reading), -EINVAL, -ENOMEM.
+ */
+int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
+		  uint64_t nr);
+
+/**
+ * ra_note_read() - A read of @nr pages at @index happened (hit or miss):
+ * record prev_index.  One atomic store; call once per read, at its end.
+ * Context: Any thread.
+ */
+void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr);
+
+/**
+ * ra_file_advise() - Apply @advice to @f (bytes @off, @len; @len 0 = to
+ * the end of the file).  NORMAL, SEQUENTIAL and RANDOM last until the next
+ * call; WILLNEED queues the range as readahead (in windows of the cap);
+ * DONTNEED drops the range's pages.
+ * Context: Online thread, no RCU read lock; may sleep (bounded).
+ * Return: 0, or -EINVAL for an unknown advice.
+ */
+int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
+		   uint64_t len);
+
+/** ra_file_stats() - Fill @st.  Context: any online thread; takes f->lock. */
+void ra_file_stats(struct ra_file *f, struct ra_file_stats *st);
+
+/** ra_engine_stats() - Fill @st.  Context: any thread; pool lock briefly. */
+void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st);
+
+/** ra_kind_name() - Short stable name of @kind ("context", ...), for stats. */
+const char *ra_kind_name(enum ra_kind kind);
+
+/** ra_advice_name() - "normal", "sequential", ...; NULL for a bad value. */
+const char *ra_advice_name(enum ra_advice advice);
+
+/**
+ * ra_advice_parse() - The advice named @s (an xattr value; trailing
+ * newline allowed).
+ * Return: 0 and *@out, or -EINVAL.
+ */
+int ra_advice_parse(const char *s, enum ra_advice *out);
+
+#endif /* AHEADFS_RA_RA_H */

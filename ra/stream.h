@@ -1,0 +1,192 @@
+/* stream.h - the per-inode stream table: a few streams per inode, shared by
+ * every handle and thread reading it.
+ *
+ * Internal to ra/.  A stream is what a sequential reader leaves behind,
+ * independent of the handle (fh) or thread that carried each request:
+ *
+ *   CANDIDATE  a random read's trace: where its next read would start
+ *              (@next).  Random reads may only leave candidates.
+ *   ACTIVE     a window [start, start + size) with its READAHEAD mark at
+ *              start + size - async_size, and a cap on its window size
+ *              (thrash feedback).
+ *
+ * How the table combines with DESIGN.md's per-handle rules (decide.c; the
+ * table is optional, RA_KIND_* name the outcome):
+ *
+ * A stream S *reaches* @index when @index lies within RA_STREAM_REACH x
+ * max(S.size, req) pages after its window [S.start, S.end), or anywhere
+ * from that many pages before its origin (the lowest start it has had) up
+ * to its window: where the stream has passed, a late request is part of
+ * it, however late.  A stream at a 1 MiB window tolerates requests 4 MiB
+ * ahead, and any lateness (an NFS
+ * server's thread pool was measured delivering one client's sequential
+ * read as 128 KiB requests from 35 threads, two thirds behind the furthest
+ * offset, some by more than 2 MiB), a young stream only a few requests (so
+ * it does not swallow a neighbouring stream, as in a matrix column scan).
+ * When several reach @index, the closest wins (0 inside the window), ties
+ * to the most recently used.
+ *
+ * Sync miss at @index, @req pages, in this order:
+ *   1. @index inside S's window (its pages were read ahead and are gone:
+ *      evicted, thrashed, invalidated): STREAM_REFILL, start = @index,
+ *      size = max(min(S.size, cap), req), async_size = size - req if that is
+ *      positive, else size / 2 (the sequential-miss rule).
+ *   2. DESIGN.md's per-handle rules, exactly, with max = S.cap when a
+ *      stream S reaches @index.  A window they open (initial, oversize,
+ *      sequential, context) moves S forward, or starts a new stream (cap =
+ *      max); a window that would move S back only refreshes S.
+ *   3. Random by those rules, but @index in [C.next - 1, C.next] of a
+ *      candidate C: the sequential-miss rule applied to the inode's history
+ *      instead of the handle's (STREAM_SEQ: start = @index, size =
+ *      init_size(req), async_size as for a sequential miss; C becomes
+ *      ACTIVE).  This is what finds a stream whose reads each come on a new
+ *      handle, and interleaved streams one read earlier than context
+ *      readahead does.
+ *   4. Random by those rules, but a stream S reaches @index (a reordered
+ *      request):
+ *      - @index >= S.end (it overtook the window): STREAM_AHEAD, push S as
+ *        its mark would (start = S.end, size = next_size(S.size),
+ *        async_size = size), growing the size by next_size() until the
+ *        window covers the request; if the cap cannot cover it, the window
+ *        starts at @index instead (the gap is filled by the late requests).
+ *      - @index < S.start (a late request whose pages the stream skipped
+ *        or lost): STREAM_BEHIND, read [@index, @index + n) with n =
+ *        max(req, min(S.start - @index, cap)), no mark; S's window and the
+ *        handle's stay as they are.
+ *   5. Otherwise random: read exactly the request; it leaves (or refreshes)
+ *      a candidate with next = @index + req.  Random reads never touch an
+ *      ACTIVE stream.
+ *   The handle's state takes a copy of every window from 1, 3 and 4.
+ * Async (mark hit at @index):
+ *   1. An ACTIVE stream whose mark is @index: STREAM_ASYNC, DESIGN.md's push
+ *      on S's window with max = S.cap; a clean window for the feedback.
+ *   2. Otherwise DESIGN.md's async rules on the handle state (own mark:
+ *      push; else next_hole recovery), with max = S.cap when a stream S
+ *      reaches @index; the window is recorded as in sync rule 2.
+ *
+ * Thrash feedback: a miss on a page the cache evicted prefetched-and-unused
+ * (a ghost hit) and waste (such an eviction) halve the cap of the stream
+ * they belong to, at most once per window (a lost window causes many
+ * misses); each clean window (the stream's own mark reached, no shrink
+ * since its previous window) grows the cap by a quarter, up to max.
+ * Ageing: the table counts decisions (ticks); an ACTIVE stream unused for
+ * @idle ticks is idle.  A new stream takes a free slot, else the least
+ * recently used candidate or idle stream, else the least recently used
+ * stream; a new candidate never replaces a non-idle ACTIVE stream.
+ *
+ * Locking: none inside; ra.c guards a table with its file's table lock.
+ */
+#ifndef AHEADFS_RA_STREAM_H
+#define AHEADFS_RA_STREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Slots per inode: small and fixed (matrix scans with more columns than
+ * this fall back to the per-handle and context rules). */
+#define RA_STREAMS 8
+
+enum ra_stream_state {
+	RA_STREAM_FREE = 0,
+	RA_STREAM_CANDIDATE,
+	RA_STREAM_ACTIVE,
+};
+
+struct ra_stream {
+	enum ra_stream_state state;
+	uint64_t start; /* ACTIVE: the window */
+	uint64_t size;
+	uint64_t async_size;
+	uint64_t origin; /* ACTIVE: lowest window start so far */
+	uint64_t next; /* CANDIDATE: page after its last read */
+	uint64_t cap; /* window cap, min_cap..max */
+	uint64_t last_use; /* table tick of the last decision */
+	uint32_t windows_since_shrink;
+	/* counters, for the stats */
+	uint64_t windows;
+	uint64_t thrash;
+	uint64_t waste;
+};
+
+struct ra_stream_table {
+	struct ra_stream s[RA_STREAMS];
+	uint64_t tick;
+	uint64_t max; /* cap ceiling: the engine's max window */
+	uint64_t min_cap; /* cap floor */
+	uint64_t idle; /* ticks after which an ACTIVE stream is idle */
+};
+
+/* Reach of a stream, in windows (see the top).  Defaults: idle = 64 *
+ * RA_STREAMS decisions, min_cap = min(max, 4). */
+#define RA_STREAM_REACH 4
+
+/** ra_stream_table_init() - Empty table for windows up to @max pages. */
+void ra_stream_table_init(struct ra_stream_table *t, uint64_t max);
+
+/** ra_stream_table_reset() - Forget every stream (file invalidated). */
+void ra_stream_table_reset(struct ra_stream_table *t);
+
+/**
+ * ra_stream_match() - The ACTIVE stream closest to @index among those that
+ * reach it for a request of @req pages (see the top of this file).
+ * Return: The slot, or -1.
+ */
+int ra_stream_match(const struct ra_stream_table *t, uint64_t index,
+		    uint64_t req);
+
+/**
+ * ra_stream_match_mark() - The ACTIVE stream whose READAHEAD mark is @index.
+ * Return: The slot, or -1.
+ */
+int ra_stream_match_mark(const struct ra_stream_table *t, uint64_t index);
+
+/**
+ * ra_stream_match_candidate() - A CANDIDATE with @index in [next - 1, next].
+ * Return: The slot, or -1.
+ */
+int ra_stream_match_candidate(const struct ra_stream_table *t, uint64_t index);
+
+/**
+ * ra_stream_set_window() - Make slot @slot (or a new slot if -1) an ACTIVE
+ * stream with this window, and count a decision on it.
+ * Return: The slot used.
+ */
+int ra_stream_set_window(struct ra_stream_table *t, int slot, uint64_t start,
+			 uint64_t size, uint64_t async_size);
+
+/**
+ * ra_stream_note_candidate() - A random read of @req pages at @index:
+ * refresh the candidate it continues, or leave a new one.
+ */
+void ra_stream_note_candidate(struct ra_stream_table *t, uint64_t index,
+			      uint64_t req);
+
+/** ra_stream_cap() - Window cap of @slot; t->max when @slot is -1. */
+uint64_t ra_stream_cap(const struct ra_stream_table *t, int slot);
+
+/**
+ * ra_stream_clean_window() - @slot's own mark was reached: the window it
+ * marks was used before being evicted.  Grows the cap (see the top).
+ */
+void ra_stream_clean_window(struct ra_stream_table *t, int slot);
+
+/**
+ * ra_stream_thrash() - A miss at @index on a page evicted prefetched and
+ * unused.  Shrinks the cap of the stream matching @index.
+ * Return: The slot charged, or -1 when no stream matches.
+ */
+int ra_stream_thrash(struct ra_stream_table *t, uint64_t index);
+
+/**
+ * ra_stream_waste() - @pages read ahead were evicted unused.  Charged to the
+ * stream matching @index, or, when the index is unknown (RA_NO_PAGE: the
+ * cache counts waste per file), to the ACTIVE stream with the largest
+ * window.
+ * Return: The slot charged, or -1.
+ */
+int ra_stream_waste(struct ra_stream_table *t, uint64_t index, uint64_t pages);
+
+/** ra_stream_active_count() - ACTIVE, non-idle streams. */
+unsigned int ra_stream_active_count(const struct ra_stream_table *t);
+
+#endif /* AHEADFS_RA_STREAM_H */

@@ -1,0 +1,561 @@
+/* test_ra.c - the readahead facade against the real page cache and real
+ * backing reads: a temporary file with a known pattern, read through
+ * ra_sync_miss() / ra_marker_hit() the way the FUSE read path does, every
+ * page's contents checked, and the counters that say why.
+ *
+ * The threaded test is for ThreadSanitizer (-DAHEADFS_SANITIZE=thread):
+ * four readers share one stream, each on its own handle, while the workers
+ * fill the windows.  Interleaving it exercises: reader A's miss inserts a
+ * window and queues its prefetch part; reader B finds those pages LOCKED
+ * and waits; a worker completes them; B wakes.  Failure looks like a hang
+ * (ctest timeout), a wrong byte, or a TSan report.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cache/cache.h"
+#include "ra/ra.h"
+
+struct fixture {
+	char path[64];
+	int fd;
+	uint64_t size;
+	struct cache *c;
+	struct cache_mapping *m;
+	struct ra_engine *e;
+	struct ra_file *f;
+};
+
+/* Byte @off of the test file. */
+static uint8_t pattern(uint64_t off)
+{
+	return (uint8_t)((off >> 12) * 31 + (off & 4095) * 7 + 1);
+}
+
+static int make_file(struct fixture *fx, uint64_t size)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	uint8_t buf[65536];
+
+	snprintf(fx->path, sizeof(fx->path), "%s/afs-ra-XXXXXX", dir);
+	fx->fd = mkstemp(fx->path);
+	if (fx->fd < 0)
+		return -errno;
+	for (uint64_t off = 0; off < size; off += sizeof(buf)) {
+		uint64_t n =
+			size - off < sizeof(buf) ? size - off : sizeof(buf);
+
+		for (uint64_t i = 0; i < n; i++)
+			buf[i] = pattern(off + i);
+		if (pwrite(fx->fd, buf, n, off) != (ssize_t)n)
+			return -EIO;
+	}
+	fx->size = size;
+	return 0;
+}
+
+static int setup_with(void **state, uint64_t size, const struct ra_config *rc,
+		      uint64_t budget)
+{
+	struct cache_config cc = {.budget_bytes = budget};
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct cache_identity id = {0};
+	struct stat st;
+
+	cache_thread_online();
+	assert_non_null(fx);
+	assert_int_equal(make_file(fx, size), 0);
+	assert_int_equal(fstat(fx->fd, &st), 0);
+	id.ino = st.st_ino;
+	id.size = st.st_size;
+	id.mtime = st.st_mtim;
+	id.ctime = st.st_ctim;
+	assert_int_equal(cache_create(&cc, &fx->c), 0);
+	assert_int_equal(cache_mapping_create(fx->c, &id, &fx->m), 0);
+	assert_int_equal(ra_engine_create(rc, fx->c, &fx->e), 0);
+	assert_int_equal(ra_file_open(fx->e, fx->m, fx->fd, st.st_dev, &fx->f),
+			 0);
+	*state = fx;
+	return 0;
+}
+
+static int setup(void **state)
+{
+	struct ra_config rc = {.max_bytes = 1 << 20, .workers = 2};
+
+	return setup_with(state, 8 << 20, &rc, 64 << 20);
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	ra_file_put(fx->f);
+	assert_int_equal(ra_engine_destroy(fx->e), 0);
+	cache_mapping_put(fx->m);
+	assert_int_equal(cache_destroy(fx->c), 0);
+	close(fx->fd);
+	unlink(fx->path);
+	free(fx);
+	return 0;
+}
+
+/*
+ * Read pages [index, index + nr) as the FUSE read path does and check every
+ * byte.  Return: pages served.
+ */
+static uint64_t read_pages(struct fixture *fx, struct ra_state *st,
+			   uint64_t index, uint64_t nr)
+{
+	uint64_t eof = (fx->size + 4095) / 4096, end = index + nr, served = 0;
+
+	if (end > eof)
+		end = eof;
+	for (uint64_t i = index; i < end; i++) {
+		struct cache_page *p;
+		bool mark = false;
+		int tries = 0, rc;
+
+	again:
+		assert_true(++tries < 100);
+		rcu_read_lock();
+		p = cache_lookup_rcu(fx->m, i);
+		if (!p) {
+			rcu_read_unlock();
+			assert_int_equal(ra_sync_miss(fx->f, st, i, end - i),
+					 0);
+			goto again;
+		}
+		mark = cache_page_test_clear_readahead(p);
+		if (!cache_page_tryget(p)) {
+			rcu_read_unlock();
+			goto again;
+		}
+		rcu_read_unlock();
+		if (mark)
+			assert_int_equal(ra_marker_hit(fx->f, st, i, end - i),
+					 0);
+		rc = cache_page_wait(p, NULL);
+		if (rc == -EAGAIN) { /* refused window or invalidated */
+			cache_page_put(p);
+			goto again;
+		}
+		assert_int_equal(rc, 0);
+		const uint8_t *data = cache_page_data(p);
+		for (uint64_t b = 0; b < 4096; b++) {
+			uint64_t off = i * 4096 + b;
+			uint8_t want = off < fx->size ? pattern(off) : 0;
+
+			if (data[b] != want)
+				fail_msg("page %llu byte %llu: %u, want %u",
+					 (unsigned long long)i,
+					 (unsigned long long)b, data[b], want);
+		}
+		cache_page_mark_accessed(p);
+		cache_page_put(p);
+		served++;
+	}
+	ra_note_read(st, index, nr);
+	return served;
+}
+
+/* Wait until no page of the file has I/O in flight (queued windows done). */
+static void settle(struct fixture *fx)
+{
+	uint64_t eof = (fx->size + 4095) / 4096;
+
+	for (uint64_t i = 0; i < eof; i++) {
+		struct cache_page *p;
+
+		rcu_read_lock();
+		p = cache_lookup_rcu(fx->m, i);
+		if (p && !cache_page_tryget(p))
+			p = NULL;
+		rcu_read_unlock();
+		if (p) {
+			cache_page_wait(p, NULL);
+			cache_page_put(p);
+		}
+	}
+}
+
+/* A sequential reader, 128 KiB reads: one initial window, then pushes by
+ * its own marks; every page read from the backing exactly once. */
+static void test_sequential_read(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+	struct ra_engine_stats es;
+	struct ra_state st;
+
+	ra_state_init(&st);
+	for (uint64_t i = 0; i < 2048; i += 32)
+		assert_int_equal(read_pages(fx, &st, i, 32), 32);
+	ra_state_destroy(&st);
+
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.c.decisions[RA_KIND_INITIAL], 1);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM], 0);
+	assert_true(fs.c.decisions[RA_KIND_STREAM_ASYNC] > 0);
+	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 2048);
+	assert_int_equal(fs.backing_bytes, 8 << 20);
+	assert_int_equal(fs.max_window, 256);
+	assert_int_equal(fs.c.queue_refused, 0);
+	assert_int_equal(fs.c.errors, 0);
+	/* far fewer sync pages than pages: the reader ran on readahead */
+	assert_true(fs.c.sync_pages <= 64);
+	assert_int_equal(fs.nr_streams, 1);
+	assert_int_equal(fs.streams[0].state, 2);
+	assert_int_equal(fs.streams[0].size, 256);
+	ra_engine_stats(fx->e, &es);
+	assert_int_equal(es.files, 1);
+	assert_int_equal(es.c.decisions[RA_KIND_INITIAL], 1);
+	assert_int_equal(es.backing_bytes, 8 << 20);
+	assert_int_equal(es.workers, 2);
+}
+
+/* Random 1-page reads far apart: each reads exactly its page, no window. */
+static void test_random_reads(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+	struct ra_state st;
+	uint64_t seed = 7, n = 0;
+	bool used[2048] = {false};
+
+	ra_state_init(&st);
+	for (int k = 0; k < 100; k++) {
+		uint64_t i;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		i = 8 + (seed >> 33) % 2000;
+		/* far from pages already read (a read right after cached
+		 * pages looks like a stream, by design) */
+		bool near = false;
+		for (uint64_t j = i - 8; j <= i + 8; j++)
+			near |= used[j];
+		if (near)
+			continue;
+		used[i] = true;
+		assert_int_equal(read_pages(fx, &st, i, 1), 1);
+		n++;
+	}
+	ra_state_destroy(&st);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM], n);
+	assert_int_equal(fs.c.windows, 0);
+	assert_int_equal(fs.c.async_pages, 0);
+	assert_int_equal(fs.c.sync_pages, n);
+	assert_int_equal(fs.backing_bytes, n * 4096);
+}
+
+/* An oversize read (300 pages, max 256) at page 1000: the window is max
+ * pages (init_size(300) = 256, async 128), but the reader's pages are all
+ * demand: inserted and read now, whole.  The mark (1128) is one of them:
+ * the reader hits it and the window is pushed, 1256 + 256, of which
+ * 1300..1511 were missing. */
+static void test_oversize_read(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+	struct ra_state st;
+
+	ra_state_init(&st);
+	assert_int_equal(read_pages(fx, &st, 1000, 300), 300);
+	ra_state_destroy(&st);
+	settle(fx);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.c.decisions[RA_KIND_OVERSIZE], 1);
+	assert_int_equal(fs.c.decisions[RA_KIND_STREAM_ASYNC], 1);
+	assert_int_equal(fs.c.sync_pages, 300);
+	assert_int_equal(fs.c.async_pages, 1512 - 1300);
+	assert_int_equal(fs.backing_bytes, 512 * 4096);
+}
+
+/* A file whose last page is partial: the tail reads as zeros, nothing is
+ * read past EOF, windows are clipped. */
+static int setup_small(void **state)
+{
+	struct ra_config rc = {.max_bytes = 1 << 20, .workers = 1};
+
+	return setup_with(state, 10000, &rc, 64 << 20);
+}
+
+static void test_eof_partial_page(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+	struct ra_state st;
+
+	ra_state_init(&st);
+	assert_int_equal(read_pages(fx, &st, 0, 1), 1);
+	assert_int_equal(read_pages(fx, &st, 1, 8), 2); /* short at EOF */
+	ra_state_destroy(&st);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.c.decisions[RA_KIND_INITIAL], 1);
+	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 3);
+	assert_int_equal(fs.backing_bytes, 10000);
+}
+
+struct reader {
+	struct fixture *fx;
+	int id;
+};
+
+static void *reader_thread(void *arg)
+{
+	struct reader *r = arg;
+	struct ra_state st;
+
+	cache_thread_online();
+	ra_state_init(&st);
+	/* chunks of 16 pages, reader r takes every 4th: one stream, four
+	 * handles, slightly out of order */
+	for (uint64_t k = r->id; k < 128; k += 4)
+		read_pages(r->fx, &st, k * 16, 16);
+	ra_state_destroy(&st);
+	cache_thread_offline();
+	return NULL;
+}
+
+static void test_threads_share_one_stream(void **state)
+{
+	struct fixture *fx = *state;
+	struct reader r[4];
+	pthread_t t[4];
+	struct ra_file_stats fs;
+
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct reader){fx, i};
+		assert_int_equal(
+			pthread_create(&t[i], NULL, reader_thread, &r[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	ra_file_stats(fx->f, &fs);
+	/* every page read from the backing exactly once */
+	assert_int_equal(fs.backing_bytes, 8 << 20);
+	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 2048);
+	assert_int_equal(fs.c.errors, 0);
+	/* and mostly by readahead, not by the readers' own misses */
+	assert_true(fs.c.async_pages > fs.c.sync_pages);
+}
+
+/* Advice: RANDOM turns readahead off, WILLNEED reads a range ahead,
+ * DONTNEED drops it, SEQUENTIAL doubles the cap. */
+static void test_advice(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+	struct ra_state st;
+	enum ra_advice a;
+
+	assert_int_equal(ra_advice_parse("random\n", &a), 0);
+	assert_int_equal(a, RA_ADVICE_RANDOM);
+	assert_int_equal(ra_advice_parse("sequentia", &a), -EINVAL);
+	assert_string_equal(ra_advice_name(RA_ADVICE_WILLNEED), "willneed");
+	assert_null(ra_advice_name((enum ra_advice)9));
+	assert_int_equal(ra_file_advise(fx->f, (enum ra_advice)9, 0, 0),
+			 -EINVAL);
+
+	assert_int_equal(ra_file_advise(fx->f, RA_ADVICE_RANDOM, 0, 0), 0);
+	ra_state_init(&st);
+	for (uint64_t i = 0; i < 64; i += 4)
+		assert_int_equal(read_pages(fx, &st, i, 4), 4);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.advice, RA_ADVICE_RANDOM);
+	assert_int_equal(fs.c.sync_pages, 64);
+	assert_int_equal(fs.c.async_pages, 0);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM], 16);
+
+	assert_int_equal(ra_file_advise(fx->f, RA_ADVICE_SEQUENTIAL, 0, 0), 0);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.max_window, 512);
+	assert_int_equal(ra_file_advise(fx->f, RA_ADVICE_NORMAL, 0, 0), 0);
+
+	/* WILLNEED [1 MiB, 1.5 MiB): 128 pages queued ahead; a reader then
+	 * finds them all present (waiting on LOCKED ones) and misses none. */
+	assert_int_equal(
+		ra_file_advise(fx->f, RA_ADVICE_WILLNEED, 1 << 20, 512 << 10),
+		0);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.c.async_pages, 128);
+	uint64_t misses = fs.c.decisions[RA_KIND_RANDOM] +
+			  fs.c.decisions[RA_KIND_SEQ_MISS] +
+			  fs.c.decisions[RA_KIND_STREAM_SEQ];
+	ra_state_destroy(&st);
+	ra_state_init(&st);
+	for (uint64_t i = 256; i < 384; i += 8)
+		assert_int_equal(read_pages(fx, &st, i, 8), 8);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM] +
+				 fs.c.decisions[RA_KIND_SEQ_MISS] +
+				 fs.c.decisions[RA_KIND_STREAM_SEQ],
+			 misses);
+
+	/* DONTNEED drops the range */
+	assert_int_equal(
+		ra_file_advise(fx->f, RA_ADVICE_DONTNEED, 1 << 20, 512 << 10),
+		0);
+	rcu_read_lock();
+	for (uint64_t i = 256; i < 384; i++)
+		assert_null(cache_lookup_rcu(fx->m, i));
+	rcu_read_unlock();
+	ra_state_destroy(&st);
+}
+
+/* A stream in a cache too small for its windows: the cache evicts pages
+ * read ahead before the reader gets to them; the misses on them are
+ * thrash, which shrinks the stream's cap below max. */
+static int setup_tight(void **state)
+{
+	struct ra_config rc = {.max_bytes = 1 << 20, .workers = 1};
+
+	/* 96 pages of budget for 256-page windows */
+	return setup_with(state, 8 << 20, &rc, 96 * 4096);
+}
+
+static void test_thrash_in_a_small_cache(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+	struct ra_state st;
+
+	ra_state_init(&st);
+	for (uint64_t i = 0; i < 2048; i++)
+		assert_int_equal(read_pages(fx, &st, i, 1), 1);
+	ra_state_destroy(&st);
+	ra_file_stats(fx->f, &fs);
+	fprintf(stderr,
+		"small cache: thrash %llu waste %llu backing %llu KiB "
+		"(file 8192 KiB), stream cap %llu pages, enospc %llu\n",
+		(unsigned long long)fs.c.thrash, (unsigned long long)fs.c.waste,
+		(unsigned long long)fs.backing_bytes >> 10,
+		(unsigned long long)(fs.nr_streams ? fs.streams[0].cap : 0),
+		(unsigned long long)fs.c.enospc);
+	assert_true(fs.c.thrash + fs.c.waste > 0);
+	assert_true(fs.nr_streams >= 1);
+	assert_true(fs.streams[0].cap < 256);
+}
+
+static void test_config_checked(void **state)
+{
+	struct cache_config cc = {.budget_bytes = 16 << 20};
+	struct ra_config bad[] = {
+		{.max_bytes = 4097},
+		{.max_bytes = (2ull << 30)},
+		{.workers = 65},
+		{.queue_depth = 70000},
+		{.context = (enum ra_context_rule)7},
+		{.backing_io = (enum ra_backing_io)5},
+		{.stripe_bytes = 1000},
+		{.stripe_bytes = 1 << 20, .chunk_bytes = 3 << 18},
+	};
+	struct ra_config good = {.context = RA_CONTEXT_LOOSE,
+				 .stripe_bytes = 2 << 20,
+				 .chunk_bytes = 512 << 10};
+	struct ra_engine *e;
+	struct cache *c;
+
+	cache_thread_online();
+	assert_int_equal(cache_create(&cc, &c), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(ra_engine_create(&bad[i], c, &e), -EINVAL);
+	assert_int_equal(ra_engine_create(NULL, c, &e), -EINVAL);
+	assert_int_equal(ra_engine_create(&good, c, &e), 0);
+	assert_int_equal(ra_engine_destroy(e), 0);
+	assert_int_equal(cache_destroy(c), 0);
+	assert_string_equal(ra_kind_name(RA_KIND_CONTEXT), "context");
+	/* the all-zero config is the documented default: conservative
+	 * context rule, stream table on */
+	struct ra_config dflt = {0};
+	assert_int_equal(dflt.context, RA_CONTEXT_CONSERVATIVE);
+	assert_false(dflt.no_stream_table);
+	assert_string_equal(ra_kind_name(RA_KIND_COUNT), "unknown");
+}
+
+/* Stripe overrides: windows end on stripe boundaries where it costs
+ * nothing (stripe 512 KiB = 128 pages, max 1 MiB). */
+static int setup_striped(void **state)
+{
+	struct ra_config rc = {.max_bytes = 1 << 20,
+			       .workers = 2,
+			       .stripe_bytes = 512 << 10,
+			       .chunk_bytes = 128 << 10};
+
+	return setup_with(state, 8 << 20, &rc, 64 << 20);
+}
+
+static void test_striped_windows(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+	struct ra_state st;
+
+	ra_state_init(&st);
+	/* 3 pages at 5: sequential? no (prev -1, index 5): random.  Then a
+	 * read at 8 right after: sequential miss, init_size(4) = 16 pages,
+	 * [8, 24): its end rounds up to the stripe boundary 128 (within the
+	 * cap 8 + 256), so the next window starts on a stripe. */
+	assert_int_equal(read_pages(fx, &st, 5, 3), 3);
+	assert_int_equal(read_pages(fx, &st, 8, 4), 4);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.stripe_pages, 128);
+	assert_int_equal(fs.c.decisions[RA_KIND_RANDOM], 1);
+	assert_int_equal(fs.nr_streams >= 1, 1);
+	for (unsigned int i = 0; i < fs.nr_streams; i++)
+		if (fs.streams[i].state == 2)
+			assert_int_equal(
+				(fs.streams[i].start + fs.streams[i].size) %
+					128,
+				0);
+	for (uint64_t i = 12; i < 1024; i += 4)
+		assert_int_equal(read_pages(fx, &st, i, 4), 4);
+	ra_state_destroy(&st);
+	settle(fx);
+	/* every page inserted was read once, none twice */
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.backing_bytes,
+			 (fs.c.sync_pages + fs.c.async_pages) * 4096);
+	for (unsigned int i = 0; i < fs.nr_streams; i++)
+		if (fs.streams[i].state == 2)
+			assert_int_equal(
+				(fs.streams[i].start + fs.streams[i].size) %
+					128,
+				0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sequential_read, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_random_reads, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_oversize_read, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_eof_partial_page,
+						setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_threads_share_one_stream,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_advice, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_thrash_in_a_small_cache,
+						setup_tight, teardown),
+		cmocka_unit_test_setup_teardown(test_striped_windows,
+						setup_striped, teardown),
+		cmocka_unit_test(test_config_checked),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
