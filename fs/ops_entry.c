@@ -128,6 +128,14 @@ int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
 	return afs_entry_from_fd(fs, fd, e);
 }
 
+/* An entry reply the kernel refuses (the request was interrupted) counts no
+ * lookup: take back the one counted for it. */
+static void reply_entry(fuse_req_t req, struct fuse_entry_param *e)
+{
+	if (fuse_reply_entry(req, e) == -ENOENT && e->ino)
+		afs_itable_forget(&afs_req_fs(req)->itable, e->ino, 1);
+}
+
 void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct afs_fs *fs = userdata;
@@ -177,7 +185,7 @@ void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, &e);
 }
 
 void afs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -229,6 +237,10 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 {
 	char proc[AFS_PROCPATH_LEN];
 
+	/* Only truncation carries an open file, and only regular files have
+	 * their fd in fh (a directory's is a struct afs_dir). */
+	if (fi && !S_ISREG(i->type))
+		fi = NULL;
 	afs_procpath(proc, i->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi ? fchmod(fi->fh, attr->st_mode)
@@ -361,7 +373,7 @@ out_put:
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, &e);
 }
 
 void afs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -422,7 +434,7 @@ out_put:
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, &e);
 }
 
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,

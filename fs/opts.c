@@ -409,6 +409,9 @@ int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 			    o->mountpoint, o->source);
 	fd = open(o->fuse_dev, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
+		/* libfuse opens it too, also for users (fusermount3 is only
+		 * its fallback once the device is open): refuse here with
+		 * one clear line. */
 		if (errno == ENOENT || errno == ENODEV || errno == ENXIO)
 			return fail(err, errlen, -ENODEV,
 				    "no %s: the fuse kernel module is not "
