@@ -27,6 +27,15 @@ void afs_procpath(char buf[AFS_PROCPATH_LEN], int fd)
 	snprintf(buf, AFS_PROCPATH_LEN, "/proc/self/fd/%d", fd);
 }
 
+struct afs_inode *afs_req_inode(fuse_req_t req, fuse_ino_t ino)
+{
+	struct afs_inode *i = afs_itable_get(&afs_req_fs(req)->itable, ino);
+
+	if (!i)
+		fuse_reply_err(req, ESTALE);
+	return i;
+}
+
 int afs_req_creds_enter(fuse_req_t req, struct afs_creds *c, bool umask)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -216,14 +225,12 @@ void afs_op_forget_multi(fuse_req_t req, size_t count,
 void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	struct stat st;
 	int rc;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	rc = afs_stat(i, &st);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
@@ -285,15 +292,13 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		    int valid, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	struct afs_creds c;
 	struct stat st;
 	int rc;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
 		rc = do_setattr(i, attr, valid, fi);
@@ -311,14 +316,12 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 void afs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	char buf[PATH_MAX + 1];
 	ssize_t n;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	n = readlinkat(i->fd, "", buf, sizeof(buf));
 	if (n < 0)
 		n = -errno;
@@ -341,15 +344,13 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       const char *link)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *dir = afs_itable_get(&fs->itable, parent);
+	struct afs_inode *dir = afs_req_inode(req, parent);
 	struct fuse_entry_param e;
 	struct afs_creds c;
 	int rc, res;
 
-	if (!dir) {
-		fuse_reply_err(req, ESTALE);
+	if (!dir)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, kind != MAKE_SYMLINK);
 	if (rc)
 		goto out_put;
@@ -441,14 +442,12 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 			 int flags)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *dir = afs_itable_get(&fs->itable, parent);
+	struct afs_inode *dir = afs_req_inode(req, parent);
 	struct afs_creds c;
 	int rc;
 
-	if (!dir) {
-		fuse_reply_err(req, ESTALE);
+	if (!dir)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
 		if (unlinkat(dir->fd, name, flags))
@@ -500,14 +499,12 @@ out_put:
 void afs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	struct statvfs sv;
 	int rc = 0;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	if (fstatvfs(i->fd, &sv))
 		rc = -errno;
 	afs_itable_put(&fs->itable, i);
@@ -520,15 +517,13 @@ void afs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 void afs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	char proc[AFS_PROCPATH_LEN];
 	struct afs_creds c;
 	int rc;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
 		/* AT_EACCESS: check with the fs ids just switched to, not
