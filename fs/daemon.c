@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -130,6 +131,20 @@ out_close:
 	return rc;
 }
 
+/* Atime options libfuse cannot pass: set them on the new mount.  A user
+ * mount may not be allowed to; it then keeps the kernel's defaults. */
+static void apply_mount_attrs(const struct afs_opts *o)
+{
+	struct mount_attr a = {.attr_set = o->mount_attr_set,
+			       .attr_clr = o->mount_attr_clr};
+
+	if (!a.attr_set && !a.attr_clr)
+		return;
+	if (mount_setattr(AT_FDCWD, o->mountpoint_real, 0, &a, sizeof(a)))
+		afs_log(LOG_WARNING, "cannot set the atime options: %s",
+			strerror(errno));
+}
+
 static int serve(struct fuse_session *se, const struct afs_opts *o)
 {
 	struct fuse_loop_config *cfg;
@@ -191,6 +206,7 @@ static int run(struct afs_opts *o)
 		afs_log(LOG_ERR, "cannot mount on '%s'", o->mountpoint);
 		goto out_signals;
 	}
+	apply_mount_attrs(o);
 	if (!o->foreground)
 		afs_log_to_syslog();
 	if (fuse_daemonize(o->foreground)) {

@@ -40,6 +40,14 @@ static inline struct afs_fs *afs_req_fs(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/**
+ * afs_req_inode() - The table entry for @ino, with a reference, or NULL after
+ * replying ESTALE to @req (the kernel used a node id it does not hold).
+ *
+ * Context: Serving thread; takes the table lock.
+ */
+struct afs_inode *afs_req_inode(fuse_req_t req, fuse_ino_t ino);
+
 /* "/proc/self/fd/N": reopen or act on an O_PATH fd's inode itself. */
 #define AFS_PROCPATH_LEN 32
 void afs_procpath(char buf[AFS_PROCPATH_LEN], int fd);

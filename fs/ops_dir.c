@@ -21,16 +21,14 @@
 void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	char proc[AFS_PROCPATH_LEN];
 	struct afs_dir *d = NULL;
 	struct afs_creds c;
 	int fd = -1, rc;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (rc)
 		goto out_put;

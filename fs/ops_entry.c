@@ -27,6 +27,15 @@ void afs_procpath(char buf[AFS_PROCPATH_LEN], int fd)
 	snprintf(buf, AFS_PROCPATH_LEN, "/proc/self/fd/%d", fd);
 }
 
+struct afs_inode *afs_req_inode(fuse_req_t req, fuse_ino_t ino)
+{
+	struct afs_inode *i = afs_itable_get(&afs_req_fs(req)->itable, ino);
+
+	if (!i)
+		fuse_reply_err(req, ESTALE);
+	return i;
+}
+
 int afs_req_creds_enter(fuse_req_t req, struct afs_creds *c, bool umask)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -128,6 +137,14 @@ int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
 	return afs_entry_from_fd(fs, fd, e);
 }
 
+/* An entry reply the kernel refuses (the request was interrupted) counts no
+ * lookup: take back the one counted for it. */
+static void reply_entry(fuse_req_t req, struct fuse_entry_param *e)
+{
+	if (fuse_reply_entry(req, e) == -ENOENT && e->ino)
+		afs_itable_forget(&afs_req_fs(req)->itable, e->ino, 1);
+}
+
 void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct afs_fs *fs = userdata;
@@ -177,7 +194,7 @@ void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, &e);
 }
 
 void afs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -208,14 +225,12 @@ void afs_op_forget_multi(fuse_req_t req, size_t count,
 void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	struct stat st;
 	int rc;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	rc = afs_stat(i, &st);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
@@ -229,6 +244,10 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 {
 	char proc[AFS_PROCPATH_LEN];
 
+	/* Only truncation carries an open file, and only regular files have
+	 * their fd in fh (a directory's is a struct afs_dir). */
+	if (fi && !S_ISREG(i->type))
+		fi = NULL;
 	afs_procpath(proc, i->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi ? fchmod(fi->fh, attr->st_mode)
@@ -273,15 +292,13 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		    int valid, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	struct afs_creds c;
 	struct stat st;
 	int rc;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
 		rc = do_setattr(i, attr, valid, fi);
@@ -299,14 +316,12 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 void afs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	char buf[PATH_MAX + 1];
 	ssize_t n;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	n = readlinkat(i->fd, "", buf, sizeof(buf));
 	if (n < 0)
 		n = -errno;
@@ -329,15 +344,13 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       const char *link)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *dir = afs_itable_get(&fs->itable, parent);
+	struct afs_inode *dir = afs_req_inode(req, parent);
 	struct fuse_entry_param e;
 	struct afs_creds c;
 	int rc, res;
 
-	if (!dir) {
-		fuse_reply_err(req, ESTALE);
+	if (!dir)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, kind != MAKE_SYMLINK);
 	if (rc)
 		goto out_put;
@@ -361,7 +374,7 @@ out_put:
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, &e);
 }
 
 void afs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -422,21 +435,19 @@ out_put:
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, &e);
 }
 
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 			 int flags)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *dir = afs_itable_get(&fs->itable, parent);
+	struct afs_inode *dir = afs_req_inode(req, parent);
 	struct afs_creds c;
 	int rc;
 
-	if (!dir) {
-		fuse_reply_err(req, ESTALE);
+	if (!dir)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
 		if (unlinkat(dir->fd, name, flags))
@@ -488,14 +499,12 @@ out_put:
 void afs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	struct statvfs sv;
 	int rc = 0;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	if (fstatvfs(i->fd, &sv))
 		rc = -errno;
 	afs_itable_put(&fs->itable, i);
@@ -508,15 +517,13 @@ void afs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 void afs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	char proc[AFS_PROCPATH_LEN];
 	struct afs_creds c;
 	int rc;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
 		/* AT_EACCESS: check with the fs ids just switched to, not

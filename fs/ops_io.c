@@ -114,13 +114,11 @@ static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	int fd;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	fd = open_inode(req, i, fi->flags);
 	afs_itable_put(&fs->itable, i);
 	if (fd < 0) {
@@ -137,16 +135,14 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   mode_t mode, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *dir = afs_itable_get(&fs->itable, parent);
+	struct afs_inode *dir = afs_req_inode(req, parent);
 	char proc[AFS_PROCPATH_LEN];
 	struct fuse_entry_param e;
 	struct afs_creds c;
 	int fd = -1, pfd, rc;
 
-	if (!dir) {
-		fuse_reply_err(req, ESTALE);
+	if (!dir)
 		return;
-	}
 	rc = afs_req_creds_enter(req, &c, true);
 	if (rc)
 		goto out_put;

@@ -27,17 +27,15 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 			 const struct xattr_args *a)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	struct afs_inode *i = afs_req_inode(req, ino);
 	char proc[AFS_PROCPATH_LEN];
 	char *buf = NULL;
 	struct afs_creds c;
 	ssize_t n = 0;
 	int rc;
 
-	if (!i) {
-		fuse_reply_err(req, ESTALE);
+	if (!i)
 		return;
-	}
 	if ((op == X_GET || op == X_LIST) && a->size) {
 		buf = afs_thread_buf(a->size);
 		if (!buf) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@ enum afs_opt_kind {
 	OPT_SECONDS, /* double field, in [min, max] */
 	OPT_MOUNT, /* passed to the mount; optional bool field = true */
 	OPT_MOUNT_CLEAR, /* passed to the mount; optional bool field = false */
+	OPT_MNTATTR, /* applied after mounting with mount_setattr() */
 	OPT_IGNORE, /* accepted for fstab / mount(8), no effect */
 	OPT_IGNORE_PREFIX, /* every option starting with name */
 };
@@ -34,6 +36,7 @@ struct afs_opt_spec {
 	size_t field;
 	double min, max;
 	const char *help; /* NULL: not listed by --help */
+	unsigned attr_set, attr_clr; /* OPT_MNTATTR: MOUNT_ATTR_* bits */
 };
 
 /* The table.  Keep --help, docs/aheadfs.1 and docs/passthrough.md in step
@@ -69,7 +72,6 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "source name shown in the mount table (default SOURCE)"},
 	{"subtype", OPT_MOUNT, true, F(has_subtype), 0, 0,
 	 "type shown as fuse.SUBTYPE (default aheadfs)"},
-	{"max_read", OPT_MOUNT, true, NO_FIELD, 0, 0, NULL},
 	{"ro", OPT_MOUNT, false, F(read_only), 0, 0, "read-only mount"},
 	{"rw", OPT_MOUNT_CLEAR, false, F(read_only), 0, 0, NULL},
 	{"suid", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
@@ -82,14 +84,23 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"sync", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
 	{"atime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
 	{"noatime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"diratime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"nodiratime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"relatime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"norelatime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"strictatime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"nostrictatime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"lazytime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"nolazytime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
+	/* libfuse 3.14 does not know these: set on the mount afterwards */
+	{"diratime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL, 0,
+	 MOUNT_ATTR_NODIRATIME},
+	{"nodiratime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
+	 MOUNT_ATTR_NODIRATIME, 0},
+	{"relatime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
+	 MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME},
+	{"norelatime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
+	 MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME},
+	{"strictatime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
+	 MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME},
+	{"nostrictatime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
+	 MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME},
+	/* lazytime batches inode time writes of a disk filesystem; the
+	 * backing has its own setting */
+	{"lazytime", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
+	{"nolazytime", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
 	{"dirsync", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
 	{"context", OPT_MOUNT, true, NO_FIELD, 0, 0, NULL},
 	{"fscontext", OPT_MOUNT, true, NO_FIELD, 0, 0, NULL},
@@ -248,6 +259,12 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 			*flag = s->kind == OPT_MOUNT;
 		if (add_mount_opt(o, item))
 			return fail(err, errlen, -ENOMEM, "out of memory");
+		return 0;
+	case OPT_MNTATTR:
+		o->mount_attr_clr |= s->attr_clr | s->attr_set;
+		o->mount_attr_set =
+			(o->mount_attr_set & ~s->attr_clr & ~s->attr_set) |
+			s->attr_set;
 		return 0;
 	case OPT_IGNORE:
 	case OPT_IGNORE_PREFIX:
@@ -409,6 +426,9 @@ int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 			    o->mountpoint, o->source);
 	fd = open(o->fuse_dev, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
+		/* libfuse opens it too, also for users (fusermount3 is only
+		 * its fallback once the device is open): refuse here with
+		 * one clear line. */
 		if (errno == ENOENT || errno == ENODEV || errno == ENXIO)
 			return fail(err, errlen, -ENODEV,
 				    "no %s: the fuse kernel module is not "
@@ -496,14 +516,15 @@ void afs_opts_help(FILE *out)
 	}
 	fprintf(out,
 		"\n"
-		"Generic mount options are passed to the kernel: rw, ro, "
+		"Generic mount options are applied to the mount: rw, ro, "
 		"[no]suid, [no]dev,\n"
 		"[no]exec, [no]atime, [no]diratime, [no]relatime, "
-		"[no]strictatime, [no]lazytime,\n"
-		"sync, async, dirsync.  fstab-only options (defaults, auto, "
-		"noauto, user, users,\n"
-		"nouser, owner, group, _netdev, nofail, comment=, x-*) are "
-		"accepted and ignored.\n"
+		"[no]strictatime, sync, async,\n"
+		"dirsync.  fstab-only options (defaults, auto, noauto, user, "
+		"users, nouser,\n"
+		"owner, group, _netdev, nofail, comment=, x-*) and "
+		"[no]lazytime are accepted\n"
+		"and ignored.\n"
 		"\n"
 		"Unmount with 'fusermount3 -u MOUNTPOINT' or SIGTERM; see "
 		"aheadfs(1).\n");

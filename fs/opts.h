@@ -47,6 +47,9 @@ struct afs_opts {
 	double attr_timeout; /* -o attr_timeout=, seconds */
 	double entry_timeout; /* -o entry_timeout=, seconds */
 
+	/* MOUNT_ATTR_* bits for mount_setattr() after mounting (atime
+	 * modes libfuse 3.14 cannot pass); both 0 when none was given */
+	unsigned mount_attr_set, mount_attr_clr;
 	char **mount_opts; /* kernel/libfuse mount options, in order */
 	size_t n_mount_opts;
 };

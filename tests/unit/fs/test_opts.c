@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -160,6 +161,26 @@ static void test_rw_after_ro(void **state)
 	assert_int_equal(parse(f, "-o", "ro", "-o", "rw", "src", "mnt", NULL),
 			 0);
 	assert_false(f->o.read_only);
+}
+
+/* atime modes libfuse cannot pass become mount_setattr() bits; the last
+ * atime mode given wins. */
+static void test_atime_mount_attrs(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(
+		parse(f, "-o", "nodiratime,strictatime", "s", "m", NULL), 0);
+	assert_int_equal(f->o.mount_attr_set,
+			 MOUNT_ATTR_NODIRATIME | MOUNT_ATTR_STRICTATIME);
+	assert_true(f->o.mount_attr_clr & MOUNT_ATTR__ATIME);
+	assert_int_equal(f->o.n_mount_opts, 0);
+
+	assert_int_equal(
+		parse(f, "-o", "strictatime,relatime,diratime", "s", "m", NULL),
+		0);
+	assert_int_equal(f->o.mount_attr_set, MOUNT_ATTR_RELATIME);
+	assert_true(f->o.mount_attr_clr & MOUNT_ATTR_NODIRATIME);
 }
 
 static void test_help_and_version(void **state)
@@ -462,6 +483,7 @@ int main(void)
 		T(test_mount_fuse3_style),
 		T(test_attached_o_and_escapes),
 		T(test_rw_after_ro),
+		T(test_atime_mount_attrs),
 		T(test_help_and_version),
 		T(test_help_lists_options),
 		T(test_unknown_o_option),
