@@ -1,0 +1,345 @@
+# lib.sh - harness for aheadfs integration tests: sourced by every test script.
+#
+# Sourcing it sets up, for the calling script:
+#   AFS_WORK   a private work directory (mode 0755, so a test user can reach
+#              it), removed by the EXIT trap together with everything mounted
+#              under it and every loop device attached by afs_loop_ext4
+#   AFS_SRC    $AFS_WORK/src, the SOURCE that afs_mount mounts (created)
+#   AFS_MNT    $AFS_WORK/mnt, the MOUNTPOINT (created)
+#   AFS_PID    the daemon of the latest afs_mount
+#   AFS_LOG    its log (stdout and stderr; it runs in the foreground)
+#   AFS_TESTBIN, AHEADFS   from the environment (ctest sets them)
+#
+# Functions (each fails the test with a message on stderr, see afs_fail):
+#   afs_require_fuse         exit 77 (skipped) without /dev/fuse or fusermount3
+#   afs_require_root         exit 77 unless root (loop devices, users, mounts)
+#   afs_mount [ARG...]       start "$AHEADFS" -f ARG... $AFS_SRC $AFS_MNT in the
+#                            background and wait until it is mounted; fails
+#                            with the daemon's log if it exits first
+#   afs_umount               fusermount3 -u $AFS_MNT, then wait for the daemon:
+#                            its exit status must be 0 (it carries ASan/LSan)
+#   afs_wait_daemon [RC]     wait for $AFS_PID to exit (after a signal) and
+#                            check its exit status is RC (default 0) and that
+#                            $AFS_MNT is no longer mounted
+#   afs_must_fail CMD...     CMD fails (not by a signal) and the daemon is
+#                            still alive and mounted
+#   afs_loop_ext4 [MIB]      a real ext4 volume: a sparse image file (default
+#                            256 MiB), attached with losetup --direct-io=on,
+#                            mkfs.ext4 -q, mounted at $AFS_WORK/ext4 (with
+#                            acl,user_xattr); sets AFS_LOOPDEV, AFS_EXT4 and
+#                            moves AFS_SRC to $AFS_EXT4/src so that a following
+#                            afs_mount serves that directory.  Cleanup unmounts
+#                            it and detaches the loop device.
+#   afs_mount_ext4 MIB [ARG...]  afs_loop_ext4 MIB, then afs_mount ARG...
+#   afs_test_user            make sure the unprivileged test user exists
+#                            (afs-test-user, primary group afs-test-user,
+#                            supplementary groups afs-test-g1 and afs-test-g2);
+#                            sets AFS_USER, AFS_UID, AFS_GID, AFS_G1, AFS_G2,
+#                            and AFS_UBIN: a copy of the afs_* helpers that
+#                            the user can run wherever the build dir lives
+#   afs_as_user CMD...       run CMD as that user with its groups
+#   afs_is_mounted PATH      PATH is a mount point (read from mountinfo,
+#                            without touching the file system behind it)
+#   afs_fail MSG...          print "FAIL: MSG" and exit 1
+#
+# Several mounts in one test: set AFS_SRC/AFS_MNT before afs_mount; each
+# afs_mount's daemon is remembered and cleaned up.  Tests may run in parallel
+# (ctest -j): every path is under the private $AFS_WORK.
+#
+# The daemon is started with SIGINT and SIGQUIT at their default action: a
+# non-interactive shell starts background jobs with them ignored, and a
+# daemon (libfuse) keeps an ignored signal ignored.
+
+set -euo pipefail
+
+AFS_TEST_NAME=$(basename "$0" .sh)
+: "${AHEADFS:?AHEADFS must name the aheadfs daemon (ctest sets it)}"
+: "${AFS_TESTBIN:?AFS_TESTBIN must name the integration test build dir}"
+# How long to wait for a mount to appear or a daemon to exit: a liveness
+# bound, never a performance assertion.  Sanitizer builds start slowly.
+AFS_WAIT_S=${AFS_WAIT_S:-60}
+
+AFS_WORK=$(mktemp -d "${TMPDIR:-/tmp}/afs-$AFS_TEST_NAME.XXXXXX")
+chmod 0755 "$AFS_WORK"
+AFS_SRC=$AFS_WORK/src
+AFS_MNT=$AFS_WORK/mnt
+AFS_PID=
+AFS_LOG=
+AFS_LOOPDEV=
+AFS_EXT4=
+mkdir -p "$AFS_SRC" "$AFS_MNT"
+
+_afs_pids=()      # daemons started by afs_mount
+_afs_fuse_mnts=() # their mount points, same order
+_afs_loopdevs=()  # loop devices attached by afs_loop_ext4
+_afs_nmount=0
+
+afs_fail()
+{
+	echo "FAIL: $AFS_TEST_NAME: $*" >&2
+	exit 1
+}
+
+afs_require_fuse()
+{
+	if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+		echo "SKIP: $AFS_TEST_NAME: no /dev/fuse or fusermount3" >&2
+		exit 77
+	fi
+}
+
+afs_require_root()
+{
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "SKIP: $AFS_TEST_NAME: needs root" >&2
+		exit 77
+	fi
+}
+
+# Mount points are read from mountinfo: stat() on a FUSE mount would ask the
+# daemon (and hang or fail with ENOTCONN when it is gone).  Field 5 is the
+# mount point with " ", "\t", "\n" and "\\" escaped as octal; the paths used
+# here have none of them.
+afs_is_mounted()
+{
+	awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' \
+		/proc/self/mountinfo
+}
+
+_afs_fstype()
+{
+	awk -v m="$1" '$5 == m { for (i = 6; i <= NF; i++) if ($i == "-") t = $(i + 1) }
+		END { print t }' /proc/self/mountinfo
+}
+
+_afs_show_log()
+{
+	if [ -n "${1:-}" ] && [ -s "$1" ]; then
+		echo "--- daemon log ($1):" >&2
+		tail -n 60 "$1" >&2
+		echo "---" >&2
+	fi
+}
+
+afs_mount()
+{
+	local log waited=0
+	_afs_nmount=$((_afs_nmount + 1))
+	log=$AFS_WORK/daemon.$_afs_nmount.log
+	env --default-signal=INT,QUIT "$AHEADFS" -f "$@" "$AFS_SRC" "$AFS_MNT" \
+		>"$log" 2>&1 &
+	AFS_PID=$!
+	AFS_LOG=$log
+	_afs_pids+=("$AFS_PID")
+	_afs_fuse_mnts+=("$AFS_MNT")
+	# Poll mountinfo: a fuse mount at $AFS_MNT whose daemon is alive.
+	while ! { afs_is_mounted "$AFS_MNT" &&
+		[[ $(_afs_fstype "$AFS_MNT") == fuse* ]]; }; do
+		if ! kill -0 "$AFS_PID" 2>/dev/null; then
+			local rc=0
+			wait "$AFS_PID" || rc=$?
+			_afs_show_log "$log"
+			afs_fail "daemon exited ($rc) before mounting $AFS_MNT"
+		fi
+		if [ "$waited" -ge $((AFS_WAIT_S * 10)) ]; then
+			_afs_show_log "$log"
+			afs_fail "$AFS_MNT not mounted after ${AFS_WAIT_S}s"
+		fi
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	# The mount exists before the daemon serves requests; one stat waits
+	# for the session loop.
+	stat "$AFS_MNT" >/dev/null || {
+		_afs_show_log "$log"
+		afs_fail "stat $AFS_MNT failed right after mounting"
+	}
+}
+
+_afs_forget_daemon()
+{
+	local i keep_p=() keep_m=()
+	for i in "${!_afs_pids[@]}"; do
+		if [ "${_afs_pids[$i]}" != "$1" ]; then
+			keep_p+=("${_afs_pids[$i]}")
+			keep_m+=("${_afs_fuse_mnts[$i]}")
+		fi
+	done
+	_afs_pids=("${keep_p[@]}")
+	_afs_fuse_mnts=("${keep_m[@]}")
+}
+
+# Sanitizer reports go to the log; with halt_on_error they also make the
+# exit status non-zero, but a report is a failure either way.
+_afs_check_log_clean()
+{
+	if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' \
+		"$1" 2>/dev/null; then
+		_afs_show_log "$1"
+		afs_fail "sanitizer report in the daemon log"
+	fi
+}
+
+afs_wait_daemon()
+{
+	local want=${1:-0} rc=0 waited=0
+	while kill -0 "$AFS_PID" 2>/dev/null; do
+		if [ "$waited" -ge $((AFS_WAIT_S * 10)) ]; then
+			_afs_show_log "$AFS_LOG"
+			afs_fail "daemon $AFS_PID still running after ${AFS_WAIT_S}s"
+		fi
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	wait "$AFS_PID" || rc=$?
+	_afs_forget_daemon "$AFS_PID"
+	if [ "$rc" -ne "$want" ]; then
+		_afs_show_log "$AFS_LOG"
+		afs_fail "daemon exit status $rc, expected $want"
+	fi
+	_afs_check_log_clean "$AFS_LOG"
+	if afs_is_mounted "$AFS_MNT"; then
+		afs_fail "$AFS_MNT still mounted after the daemon exited"
+	fi
+}
+
+afs_umount()
+{
+	fusermount3 -u "$AFS_MNT" || {
+		_afs_show_log "$AFS_LOG"
+		afs_fail "fusermount3 -u $AFS_MNT failed"
+	}
+	afs_wait_daemon 0
+}
+
+afs_must_fail()
+{
+	local rc=0
+	"$@" || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		afs_fail "expected to fail but succeeded: $*"
+	fi
+	if [ "$rc" -gt 128 ]; then
+		afs_fail "killed by signal $((rc - 128)) instead of failing: $*"
+	fi
+	if ! kill -0 "$AFS_PID" 2>/dev/null; then
+		_afs_show_log "$AFS_LOG"
+		afs_fail "daemon died during: $*"
+	fi
+	if ! afs_is_mounted "$AFS_MNT"; then
+		afs_fail "$AFS_MNT no longer mounted after: $*"
+	fi
+}
+
+afs_loop_ext4()
+{
+	local mib=${1:-256} img=$AFS_WORK/ext4.img dio
+	afs_require_root
+	command -v mkfs.ext4 >/dev/null || afs_fail "mkfs.ext4 missing (e2fsprogs)"
+	truncate -s "${mib}M" "$img"
+	AFS_LOOPDEV=$(losetup --direct-io=on -f --show "$img") ||
+		afs_fail "losetup --direct-io=on -f --show $img failed"
+	_afs_loopdevs+=("$AFS_LOOPDEV")
+	# losetup only warns when the backing file refuses O_DIRECT; the
+	# tests built on this helper rely on no page cache under the loop.
+	dio=$(losetup -n -O DIO "$AFS_LOOPDEV" | tr -d ' ')
+	[ "$dio" = 1 ] || afs_fail "$AFS_LOOPDEV: direct I/O is off" \
+		"(does the file system under $AFS_WORK support O_DIRECT?)"
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 \
+		${AFS_MKFS_OPTS:-} "$AFS_LOOPDEV" ||
+		afs_fail "mkfs.ext4 $AFS_LOOPDEV failed"
+	AFS_EXT4=$AFS_WORK/ext4
+	mkdir -p "$AFS_EXT4"
+	mount -t ext4 -o acl,user_xattr "$AFS_LOOPDEV" "$AFS_EXT4" ||
+		afs_fail "mount $AFS_LOOPDEV on $AFS_EXT4 failed"
+	chmod 0755 "$AFS_EXT4"
+	AFS_SRC=$AFS_EXT4/src
+	mkdir -p "$AFS_SRC"
+}
+
+afs_mount_ext4()
+{
+	local mib=$1
+	shift
+	afs_loop_ext4 "$mib"
+	afs_mount "$@"
+}
+
+AFS_USER=afs-test-user
+afs_test_user()
+{
+	afs_require_root
+	# Parallel tests may create the user at once: serialize.
+	(
+		flock 9
+		local g
+		for g in afs-test-g1 afs-test-g2; do
+			getent group "$g" >/dev/null || groupadd "$g"
+		done
+		if ! id "$AFS_USER" >/dev/null 2>&1; then
+			useradd --no-create-home --home-dir /nonexistent \
+				--shell /usr/sbin/nologin --user-group \
+				--groups afs-test-g1,afs-test-g2 "$AFS_USER"
+		fi
+	) 9>/run/lock/afs-test-user.lock || afs_fail "cannot create $AFS_USER"
+	AFS_UID=$(id -u "$AFS_USER")
+	AFS_GID=$(id -g "$AFS_USER")
+	AFS_G1=$(getent group afs-test-g1 | cut -d: -f3)
+	AFS_G2=$(getent group afs-test-g2 | cut -d: -f3)
+	id -G "$AFS_USER" | tr ' ' '\n' | grep -qx "$AFS_G1" ||
+		afs_fail "$AFS_USER is not in afs-test-g1"
+	AFS_UBIN=$AFS_WORK/bin
+	mkdir -p "$AFS_UBIN"
+	cp "$AFS_TESTBIN"/afs_* "$AFS_UBIN/"
+	chmod -R a+rX "$AFS_UBIN"
+}
+
+afs_as_user()
+{
+	setpriv --reuid="$AFS_UID" --regid="$AFS_GID" --init-groups \
+		--reset-env -- "$@"
+}
+
+_afs_cleanup()
+{
+	local rc=$? i pid m deadline
+	set +e
+	trap - EXIT INT TERM
+	# FUSE mounts first (lazy: a test may have left a process inside).
+	for ((i = ${#_afs_pids[@]} - 1; i >= 0; i--)); do
+		pid=${_afs_pids[$i]}
+		m=${_afs_fuse_mnts[$i]}
+		afs_is_mounted "$m" && { fusermount3 -u -z "$m" 2>/dev/null ||
+			umount -l "$m"; }
+		deadline=$((AFS_WAIT_S * 10))
+		while kill -0 "$pid" 2>/dev/null && [ "$deadline" -gt 0 ]; do
+			sleep 0.1
+			deadline=$((deadline - 1))
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	# Everything else mounted under the work dir, innermost (latest) first.
+	local mounts
+	mounts=$(awk -v w="$AFS_WORK/" 'index($5, w) == 1 { print $5 }' \
+		/proc/self/mountinfo | tac)
+	for m in $mounts; do
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
+	for m in "${_afs_loopdevs[@]}"; do
+		losetup -d "$m"
+	done
+	if awk -v w="$AFS_WORK/" 'index($5, w) == 1 { f = 1 } END { exit !f }' \
+		/proc/self/mountinfo; then
+		echo "$AFS_TEST_NAME: mounts left under $AFS_WORK, not removed" >&2
+		[ "$rc" -ne 0 ] || rc=1
+	elif [ -n "${AFS_KEEP_WORK:-}" ]; then
+		echo "$AFS_TEST_NAME: work dir kept: $AFS_WORK" >&2
+	else
+		rm -rf --one-file-system "$AFS_WORK"
+	fi
+	exit "$rc"
+}
+trap _afs_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
