@@ -352,6 +352,57 @@ static void test_threads_share_one_stream(void **state)
 	assert_true(fs.c.async_pages > fs.c.sync_pages);
 }
 
+/*
+ * An NFS-style server: 8 threads take 128 KiB requests of one sequential
+ * read from a shared counter, so they arrive slightly out of order, each on
+ * a handle opened for the request (a fresh ra_state).  The stream table is
+ * shared by all of them under the file's lock.  Interleavings: two threads
+ * miss in the same window at once (both decide; the second insertion skips
+ * the pages the first inserted); a thread hits a mark while another's
+ * window is still being inserted.  Expected: every byte right, every page
+ * read from the backing exactly once, and most pages read ahead.
+ */
+struct server {
+	struct fixture *fx;
+	uint64_t next; /* __atomic: next request */
+};
+
+static void *server_thread(void *arg)
+{
+	struct server *sv = arg;
+	uint64_t k;
+
+	cache_thread_online();
+	while ((k = __atomic_fetch_add(&sv->next, 1, __ATOMIC_RELAXED)) < 64) {
+		struct ra_state st;
+
+		ra_state_init(&st);
+		read_pages(sv->fx, &st, k * 32, 32);
+		ra_state_destroy(&st);
+	}
+	cache_thread_offline();
+	return NULL;
+}
+
+static void test_server_threads_per_request_handles(void **state)
+{
+	struct fixture *fx = *state;
+	struct server sv = {fx, 0};
+	struct ra_file_stats fs;
+	pthread_t t[8];
+
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(
+			pthread_create(&t[i], NULL, server_thread, &sv), 0);
+	for (int i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.backing_bytes, 8 << 20);
+	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 2048);
+	assert_true(fs.c.async_pages > fs.c.sync_pages);
+	assert_int_equal(fs.c.errors, 0);
+}
+
 /* Advice: RANDOM turns readahead off, WILLNEED reads a range ahead,
  * DONTNEED drops it, SEQUENTIAL doubles the cap. */
 static void test_advice(void **state)
@@ -549,6 +600,9 @@ int main(void)
 						setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_share_one_stream,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_server_threads_per_request_handles, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_advice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_thrash_in_a_small_cache,
 						setup_tight, teardown),
