@@ -395,7 +395,7 @@ void afs_ahead_read(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
 	struct afs_fcache *fc = h->fc;
 	struct cache_wait_cancel wc;
 	uint64_t start = (uint64_t)off, end, fsize, miss;
-	bool armed = false, counted = false, locked = false;
+	bool counted = false, locked = false;
 	int rc = 0;
 
 	if (!fc || !size || off < 0) {
@@ -420,7 +420,7 @@ void afs_ahead_read(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
 		uint64_t last = (end - 1) >> PAGE_SHIFT;
 
 		if (!try_reply(req, a, h, start, end, &miss, &locked))
-			goto out;
+			return;
 		if (!counted) {
 			cache_count_miss(fc->map,
 					 count_missing(fc->map, miss, last));
@@ -434,19 +434,19 @@ void afs_ahead_read(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
 			if (rc)
 				break; /* -ENOSPC: no room; around the cache */
 		}
-		if (!armed) {
-			cache_wait_cancel_init(&wc);
-			fuse_req_interrupt_func(req, read_interrupted, &wc);
-			armed = true;
-		}
+		/* The interrupt callback is registered only while waiting:
+		 * a replied request is freed, so it must be gone by then. */
+		cache_wait_cancel_init(&wc);
+		fuse_req_interrupt_func(req, read_interrupted, &wc);
 		rc = wait_range(fc->map, miss, last, &wc);
+		fuse_req_interrupt_func(req, NULL, NULL);
 		if (rc == -EAGAIN) {
 			rc = 0; /* invalidated under us: look again */
 			continue;
 		}
 		if (rc) {
 			fuse_reply_err(req, -rc);
-			goto out;
+			return;
 		}
 	}
 uncached:
@@ -455,7 +455,4 @@ uncached:
 	ra_note_read(&h->ra, start >> PAGE_SHIFT,
 		     ((end - 1) >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1);
 	afs_read_uncached(req, h->fd, end - start, off);
-out:
-	if (armed)
-		fuse_req_interrupt_func(req, NULL, NULL);
 }
