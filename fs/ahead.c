@@ -295,18 +295,27 @@ static uint64_t refresh_size(struct afs_ahead *a, struct afs_handle *h)
  * One attempt at the whole reply from the cache.  Returns 0 after replying,
  * or 1 with *@miss the first page that is not UPTODATE and *@locked whether
  * it is there with its I/O in flight (else it is absent).
- * A READAHEAD mark met on the way is acted on either way: it was cleared,
- * so no one else will.
+ *
+ * The reply is the last thing done with the request's handle: once the
+ * application has its data it may close the file, and the RELEASE that
+ * frees the handle may be served before this thread runs again.  So the
+ * READAHEAD mark is acted on first (ra_marker_hit() may wait for cache
+ * memory, so outside the RCU section, then the pages are looked up again),
+ * and the bookkeeping is done inside the section, before the reply.
  */
-static int try_reply(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
-		     uint64_t off, uint64_t end, uint64_t *miss, bool *locked)
+static int try_reply(fuse_req_t req, struct afs_handle *h, uint64_t off,
+		     uint64_t end, uint64_t *miss, bool *locked)
 {
 	struct afs_fcache *fc = h->fc;
 	struct iovec iov[READ_MAX_PAGES];
 	uint64_t first = off >> PAGE_SHIFT, last = (end - 1) >> PAGE_SHIFT;
-	uint64_t marker = NO_INDEX, idx;
-	unsigned int n = 0;
+	uint64_t marker, idx;
+	bool marks = true; /* act on one mark per read at most */
+	unsigned int n;
 
+again:
+	marker = NO_INDEX;
+	n = 0;
 	rcu_read_lock();
 	for (idx = first; idx <= last; idx++) {
 		struct cache_page *p = cache_lookup_rcu(fc->map, idx);
@@ -316,7 +325,8 @@ static int try_reply(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
 			*locked = p && cache_page_locked(p);
 			break;
 		}
-		if (marker == NO_INDEX && cache_page_test_clear_readahead(p))
+		if (marks && marker == NO_INDEX &&
+		    cache_page_test_clear_readahead(p))
 			marker = idx;
 		cache_page_mark_accessed(p);
 		from = idx == first ? off - pstart : 0;
@@ -325,25 +335,27 @@ static int try_reply(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
 		iov[n].iov_len = to - from;
 		n++;
 	}
-	if (idx <= last) {
+	if (idx <= last || marker != NO_INDEX) {
 		rcu_read_unlock();
-		*miss = idx;
+		/* The mark was cleared: no one else acts on it. */
 		if (marker != NO_INDEX)
 			ra_marker_hit(fc->raf, &h->ra, marker,
 				      last - marker + 1);
+		marks = false;
+		if (idx > last)
+			goto again;
+		*miss = idx;
 		return 1;
 	}
-	fuse_reply_iov(req, iov, (int)n);
-	rcu_read_unlock();
-
 	cache_count_hit(fc->map, n, end - off);
-	if (marker != NO_INDEX)
-		ra_marker_hit(fc->raf, &h->ra, marker, last - marker + 1);
 	ra_note_read(&h->ra, first, last - first + 1);
-	/* The kernel keeps the copy it was just given: keep only the fact
-	 * that the pages were read (one copy of the data in memory). */
+	/* The kernel keeps the copy it is given: keep only the fact that the
+	 * pages were read (one copy of the data in memory).  The buffers stay
+	 * valid for the reply until rcu_read_unlock(). */
 	if (!h->direct_io)
 		cache_page_drop_to_history(fc->map, first, last);
+	fuse_reply_iov(req, iov, (int)n);
+	rcu_read_unlock();
 	return 0;
 }
 
@@ -395,7 +407,7 @@ void afs_ahead_read(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
 	struct afs_fcache *fc = h->fc;
 	struct cache_wait_cancel wc;
 	uint64_t start = (uint64_t)off, end, fsize, miss;
-	bool armed = false, counted = false, locked = false;
+	bool counted = false, locked = false;
 	int rc = 0;
 
 	if (!fc || !size || off < 0) {
@@ -419,8 +431,8 @@ void afs_ahead_read(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
 	for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
 		uint64_t last = (end - 1) >> PAGE_SHIFT;
 
-		if (!try_reply(req, a, h, start, end, &miss, &locked))
-			goto out;
+		if (!try_reply(req, h, start, end, &miss, &locked))
+			return;
 		if (!counted) {
 			cache_count_miss(fc->map,
 					 count_missing(fc->map, miss, last));
@@ -434,19 +446,19 @@ void afs_ahead_read(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
 			if (rc)
 				break; /* -ENOSPC: no room; around the cache */
 		}
-		if (!armed) {
-			cache_wait_cancel_init(&wc);
-			fuse_req_interrupt_func(req, read_interrupted, &wc);
-			armed = true;
-		}
+		/* The interrupt callback is registered only while waiting:
+		 * a replied request is freed, so it must be gone by then. */
+		cache_wait_cancel_init(&wc);
+		fuse_req_interrupt_func(req, read_interrupted, &wc);
 		rc = wait_range(fc->map, miss, last, &wc);
+		fuse_req_interrupt_func(req, NULL, NULL);
 		if (rc == -EAGAIN) {
 			rc = 0; /* invalidated under us: look again */
 			continue;
 		}
 		if (rc) {
 			fuse_reply_err(req, -rc);
-			goto out;
+			return;
 		}
 	}
 uncached:
@@ -455,7 +467,4 @@ uncached:
 	ra_note_read(&h->ra, start >> PAGE_SHIFT,
 		     ((end - 1) >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1);
 	afs_read_uncached(req, h->fd, end - start, off);
-out:
-	if (armed)
-		fuse_req_interrupt_func(req, NULL, NULL);
 }

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/ahead.h"
 #include "fs/fs.h"
 #include "fs/fs_internal.h"
 #include "fs/log.h"
@@ -145,6 +147,86 @@ static void apply_mount_attrs(const struct afs_opts *o)
 			strerror(errno));
 }
 
+static void ahead_config(const struct afs_opts *o, struct afs_ahead_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->cache_size = o->cache_size;
+	c->read_mode = (enum afs_read_mode)o->read_mode;
+	c->ra.max_bytes = o->ra_max;
+	c->ra.context = (enum ra_context_rule)o->context_ra;
+	c->ra.no_stream_table = o->stream_table != 0;
+	c->ra.workers = o->ra_workers;
+	c->ra.stripe_bytes = o->stripe;
+	c->ra.chunk_bytes = o->chunk;
+	c->ra.backing_io = (enum ra_backing_io)o->backing_io;
+}
+
+static unsigned serving_threads(const struct afs_opts *o)
+{
+	return o->single_thread ? 1 : o->max_threads;
+}
+
+/* The cache's part of the option checks, before anything is mounted. */
+static int check_ahead(const struct afs_opts *o)
+{
+	struct afs_ahead_config c;
+	uint64_t min;
+
+	ahead_config(o, &c);
+	min = afs_ahead_min_cache(&c, serving_threads(o));
+	if (o->cache_size && o->cache_size < min) {
+		afs_log(LOG_ERR,
+			"cache_size=%llu is too small: %u threads and %u "
+			"readahead workers need at least %llu MiB",
+			(unsigned long long)o->cache_size, serving_threads(o),
+			o->ra_workers ? o->ra_workers : 4,
+			(unsigned long long)((min + (1u << 20) - 1) >> 20));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void release_fc(struct afs_fcache *fc)
+{
+	afs_fcache_put(fc);
+}
+
+/* Let the kernel's readahead on the FUSE mount ask for whole requests
+ * (1 MiB, or the readahead cap if larger): its default for FUSE is 128 KiB.
+ * The mount's bdi is named by its device number, found in mountinfo (a
+ * stat() of the mountpoint would wait for this very daemon). */
+static void tune_bdi(const struct afs_opts *o)
+{
+	unsigned long kb = o->ra_max > (1u << 20) ? o->ra_max >> 10 : 1024;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], dev[64] = "", path[PATH_MAX];
+	unsigned maj, min;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		/* "id parent maj:min root mountpoint ..."; mountpoints with
+		 * spaces are octal-escaped, which realpath()s never match
+		 * here only if they contain such characters. */
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min,
+			   path) == 3 &&
+		    !strcmp(path, o->mountpoint_real))
+			snprintf(dev, sizeof(dev), "%u:%u", maj, min);
+	}
+	fclose(f);
+	if (!*dev)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%lu\n", kb) < 0 || fclose(f)) {
+		afs_log(LOG_WARNING,
+			"cannot raise the mount's read_ahead_kb (%s): %s", path,
+			strerror(errno));
+		if (f)
+			fclose(f);
+	}
+}
+
 static int serve(struct fuse_session *se, const struct afs_opts *o)
 {
 	struct fuse_loop_config *cfg;
@@ -170,6 +252,8 @@ static int run(struct afs_opts *o)
 {
 	struct fuse_args args;
 	struct fuse_session *se;
+	struct afs_ahead_config cfg;
+	char err[AFS_ERRLEN];
 	struct afs_fs fs;
 	int rc, status = 1;
 
@@ -181,6 +265,8 @@ static int run(struct afs_opts *o)
 		afs_log(LOG_ERR, "cannot set up: %s", strerror(-rc));
 		return 1;
 	}
+	if (check_ahead(o))
+		return 1;
 	rc = fs_init(&fs, o);
 	if (rc) {
 		afs_log(LOG_ERR, "cannot open SOURCE '%s': %s", o->source,
@@ -207,12 +293,23 @@ static int run(struct afs_opts *o)
 		goto out_signals;
 	}
 	apply_mount_attrs(o);
+	tune_bdi(o);
 	if (!o->foreground)
 		afs_log_to_syslog();
 	if (fuse_daemonize(o->foreground)) {
 		afs_log(LOG_ERR, "cannot go to the background");
 		goto out_unmount;
 	}
+	/* Threads of the cache and the readahead engine start after the
+	 * fork of fuse_daemonize(), which would not carry them over. */
+	ahead_config(o, &cfg);
+	rc = afs_ahead_create(&cfg, serving_threads(o), &fs.ahead, err,
+			      sizeof(err));
+	if (rc) {
+		afs_log(LOG_ERR, "%s", err);
+		goto out_unmount;
+	}
+	fs.itable.release_fc = release_fc;
 	rc = serve(se, o);
 	/* 0: unmounted (fusermount3 -u); > 0: the signal that stopped us;
 	 * < 0: an error of the loop. */
@@ -227,7 +324,10 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_fs:
+	/* The entries release their files' cache state before the cache
+	 * goes. */
 	afs_itable_destroy(&fs.itable);
+	afs_ahead_destroy(fs.ahead);
 	return status;
 }
 

@@ -17,16 +17,26 @@
 #include "fs/opts.h"
 
 #define AFS_MAX_WRITE (1U << 20) /* max_write, and so max_pages = 256 */
+#define AFS_MAX_BACKGROUND 64 /* the kernel's background requests */
+
+struct afs_ahead;
 
 struct afs_fs {
 	struct afs_itable itable;
+	struct afs_ahead *ahead; /* the cache and readahead (ahead.h) */
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */
 	double attr_timeout, entry_timeout;
 };
 
-/* Open file: fi->fh is the backing fd itself (no per-open allocation). */
+/* Open regular file: fi->fh points to a struct afs_handle (ahead.h). */
+
+/**
+ * afs_fi_fd() - The backing fd of an open regular file.
+ * Context: Any; @fi of an open regular file.
+ */
+int afs_fi_fd(const struct fuse_file_info *fi);
 
 /* Open directory: fi->fh points to this. */
 struct afs_dir {

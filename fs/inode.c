@@ -109,6 +109,8 @@ void afs_itable_destroy(struct afs_itable *t)
 
 		for (; i; i = next) {
 			next = i->next_id;
+			if (i->fc && t->release_fc)
+				t->release_fc(i->fc);
 			if (i->fd >= 0)
 				close(i->fd);
 			free(i);
@@ -204,6 +206,10 @@ static void unlink_free_locked(struct afs_itable *t, struct afs_inode *i)
 		p = &(*p)->next_key;
 	*p = i->next_key;
 	t->count--;
+	/* The cache's release may cancel queued readahead: the lock order is
+	 * the table's lock first, the cache's and ra's locks after. */
+	if (i->fc && t->release_fc)
+		t->release_fc(i->fc);
 	if (i->fd >= 0)
 		close(i->fd);
 	free(i);

@@ -48,6 +48,8 @@
 #define AFS_NODEID_SYNTH (1ULL << 63)
 #define AFS_ROOT_NODEID 1ULL /* FUSE_ROOT_ID */
 
+struct afs_fcache;
+
 struct afs_inode {
 	uint64_t nodeid; /* immutable */
 	uint64_t ino; /* backing st_ino, immutable */
@@ -56,6 +58,10 @@ struct afs_inode {
 	mode_t type; /* S_IFMT bits, immutable */
 	int fd; /* O_PATH|O_NOFOLLOW on the backing inode, owned */
 	bool pinned; /* the root: never freed by forget */
+	/* the file's cache and readahead state (fs/ahead.h), set once by the
+	 * first open of a regular file (__atomic), released with the entry
+	 * through t->release_fc */
+	struct afs_fcache *fc;
 	uint64_t nlookup; /* protected by table lock */
 	uint64_t refs; /* protected by table lock */
 	struct afs_inode *next_id; /* by_id chain, table lock */
@@ -78,6 +84,9 @@ struct afs_itable {
 	uint64_t next_synth; /* next synthetic node id (low bits) */
 	struct afs_backing_fs *fs;
 	uint32_t nfs, fs_cap;
+	/* Called, under t->lock, for an entry's fc when the entry is freed
+	 * (the table does not know what it is).  NULL: nothing to release. */
+	void (*release_fc)(struct afs_fcache *fc);
 };
 
 /**

@@ -19,6 +19,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "fs/ahead.h"
 #include "fs/fs_internal.h"
 #include "fs/log.h"
 
@@ -150,14 +151,24 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	struct afs_fs *fs = userdata;
 	unsigned capable = conn->capable;
 
-	/* Coherency first: no async reads (ordered per handle), no parallel
-	 * dirops, no writeback cache; no kill-priv handling by us (the
-	 * kernel sends the setattr that clears suid/sgid, which a root daemon
-	 * would otherwise not clear); no splice. */
-	conn->want &= ~(FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_HANDLE_KILLPRIV |
-			FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
-			FUSE_CAP_SPLICE_MOVE);
+	/* Coherency first: no parallel dirops, no writeback cache; no
+	 * kill-priv handling by us (the kernel sends the setattr that clears
+	 * suid/sgid, which a root daemon would otherwise not clear); no
+	 * splice (replies come from the cache's pages).  Async reads stay on:
+	 * the kernel's readahead then runs in the background instead of
+	 * one request at a time per reader, and the cache orders nothing by
+	 * arrival. */
+	conn->want &= ~(FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_WRITEBACK_CACHE |
+			FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_SPLICE_READ |
+			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	if (capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	/* Room for the kernel's background (readahead) requests: past the
+	 * congestion threshold it silently skips async readahead. */
+	conn->max_background = AFS_MAX_BACKGROUND;
+	conn->congestion_threshold = AFS_MAX_BACKGROUND * 3 / 4;
 	conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	if (capable & FUSE_CAP_DONT_MASK)
 		conn->want |= FUSE_CAP_DONT_MASK;
@@ -232,6 +243,19 @@ void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!i)
 		return;
 	rc = afs_stat(i, &st);
+	if (!rc && S_ISREG(i->type)) {
+		struct afs_fcache *fc =
+			__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE);
+		struct stat backing = st;
+
+		/* Close-to-open plus: a change behind the mount seen here
+		 * drops aheadfs's pages; the kernel drops its own when the
+		 * attributes it gets show a new mtime or size
+		 * (FUSE_CAP_AUTO_INVAL_DATA). */
+		backing.st_ino = (ino_t)i->ino;
+		if (fc)
+			afs_ahead_revalidate(fs->ahead, fc, &backing);
+	}
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -250,7 +274,7 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 		fi = NULL;
 	afs_procpath(proc, i->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
-		if (fi ? fchmod(fi->fh, attr->st_mode)
+		if (fi ? fchmod(afs_fi_fd(fi), attr->st_mode)
 		       : chmod(proc, attr->st_mode))
 			return -errno;
 	}
@@ -265,9 +289,14 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 			return -errno;
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		if (fi ? ftruncate(fi->fh, attr->st_size)
+		if (fi ? ftruncate(afs_fi_fd(fi), attr->st_size)
 		       : truncate(proc, attr->st_size))
 			return -errno;
+		/* Pages past the new end (and the one holding it) go; an
+		 * O_PATH fd is enough for the fstat of the new identity. */
+		afs_ahead_changed(__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE),
+				  fi ? afs_fi_fd(fi) : i->fd,
+				  (uint64_t)attr->st_size, 0, true);
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
 		struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT},
@@ -281,7 +310,7 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		if (fi ? futimens(fi->fh, tv)
+		if (fi ? futimens(afs_fi_fd(fi), tv)
 		       : utimensat(AT_FDCWD, proc, tv, 0))
 			return -errno;
 	}
@@ -306,6 +335,19 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (!rc)
 		rc = afs_stat(i, &st);
+	if (!rc && S_ISREG(i->type)) {
+		struct afs_fcache *fc =
+			__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE);
+		struct stat backing = st;
+
+		/* Close-to-open plus: a change behind the mount seen here
+		 * drops aheadfs's pages; the kernel drops its own when the
+		 * attributes it gets show a new mtime or size
+		 * (FUSE_CAP_AUTO_INVAL_DATA). */
+		backing.st_ino = (ino_t)i->ino;
+		if (fc)
+			afs_ahead_revalidate(fs->ahead, fc, &backing);
+	}
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);

@@ -1,27 +1,21 @@
 /* ops_io.c - file data: open, create, read, write, flush, release, fsync,
  * fallocate, lseek, copy_file_range.
  *
- * An open file's fi->fh is the backing fd itself, opened through
- * /proc/self/fd/N of the inode's O_PATH fd with the caller's flags (less
- * O_DIRECT: the kernel already gives the application direct I/O semantics
- * on the FUSE side, and the backing would refuse the unaligned buffers FUSE
- * requests arrive in) and with the caller's credentials.  Opens keep the
- * kernel's page cache (keep_cache): an open does not throw away what other
- * opens cached.
+ * An open regular file's fi->fh points to a struct afs_handle (ahead.h):
+ * the backing fd, opened through /proc/self/fd/N of the inode's O_PATH fd
+ * with the caller's flags (less O_DIRECT: the kernel already gives the
+ * application direct I/O semantics on the FUSE side, and the backing would
+ * refuse the unaligned buffers FUSE requests arrive in) and with the
+ * caller's credentials; the handle's readahead state; and a reference to
+ * the file's afs_fcache (its cache mapping and ra_file, shared by every
+ * open of the file).  Opens keep the kernel's page cache (keep_cache)
+ * unless the backing changed behind the mount since the pages were read.
  *
- * Reads: one pread() into this thread's preallocated buffer and one
- * fuse_reply_buf().  libfuse's fuse_reply_data() from an fd buffer would,
- * without splice, malloc a fresh reply buffer per call -- an mmap/munmap
- * pair for every reply of 128 KiB or more -- and splice needs a pipe as
- * large as the request plus headers, which pipe-max-size (1 MiB) refuses
- * for 1 MiB requests.  Writes: libfuse hands the request's data in its
- * per-thread receive buffer; fuse_buf_copy() pwrite()s it straight to the
- * backing fd, no copy and no allocation.
- *
- * This is the one file through which file data flows: the page cache
- * (cache/) and readahead (ra/) of later issues hook in at afs_op_read() and
- * at every call that changes file data (write, truncate in setattr,
- * fallocate, copy_file_range's destination).
+ * Reads go through the cache (afs_ahead_read()); writes, fallocate and
+ * copy_file_range go to the backing and then drop the cached pages they
+ * covered (afs_ahead_changed()).  Writes: libfuse hands the request's data
+ * in its per-thread receive buffer; fuse_buf_copy() pwrite()s it straight
+ * to the backing fd, no copy and no allocation.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs/ahead.h"
 #include "fs/fs_internal.h"
 #include "fs/log.h"
 
@@ -111,31 +106,104 @@ static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 	return rc;
 }
 
+/* The handle of a regular file open on @fd: attach the file's cache state
+ * (revalidated against the backing: a change behind the mount drops the
+ * pages, and the kernel's too through keep_cache = 0). */
+static int handle_new(struct afs_fs *fs, struct afs_inode *i, int fd,
+		      struct fuse_file_info *fi, bool created)
+{
+	struct afs_handle *h = calloc(1, sizeof(*h));
+	struct stat st;
+	bool changed = false;
+	int rc;
+
+	if (!h)
+		return -ENOMEM;
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		goto out_free;
+	}
+	bool fresh = !__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE);
+
+	rc = afs_fcache_attach(fs->ahead, &i->fc, fd, &st, &h->fc);
+	if (rc)
+		goto out_free;
+	if (!fresh && !created) {
+		if (fi->flags & O_TRUNC) {
+			afs_ahead_changed(h->fc, fd, 0, 0, true);
+			changed = true;
+		} else {
+			changed = afs_ahead_revalidate(fs->ahead, h->fc, &st);
+		}
+	}
+	h->fd = fd;
+	ra_state_init(&h->ra);
+	fi->keep_cache = !changed;
+	if (fs->ahead->cfg.read_mode == AFS_READ_DIRECT &&
+	    (fi->flags & O_ACCMODE) == O_RDONLY) {
+		/* Every read reaches the daemon.  Writable opens keep the
+		 * kernel's cache: shared writable mappings need it. */
+		fi->direct_io = 1;
+		h->direct_io = true;
+	}
+	fi->fh = (uintptr_t)h;
+	return 0;
+
+out_free:
+	free(h);
+	return rc;
+}
+
+static void handle_free(struct afs_handle *h)
+{
+	close(h->fd);
+	afs_fcache_put(h->fc);
+	ra_state_destroy(&h->ra);
+	free(h);
+}
+
+static inline struct afs_handle *fi_handle(const struct fuse_file_info *fi)
+{
+	return (struct afs_handle *)(uintptr_t)fi->fh;
+}
+
+int afs_fi_fd(const struct fuse_file_info *fi)
+{
+	return fi_handle(fi)->fd;
+}
+
 void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_req_inode(req, ino);
-	int fd;
+	struct afs_inode *i = afs_itable_get(&fs->itable, ino);
+	int fd, rc;
 
-	if (!i)
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
 		return;
+	}
 	fd = open_inode(req, i, fi->flags);
-	afs_itable_put(&fs->itable, i);
 	if (fd < 0) {
+		afs_itable_put(&fs->itable, i);
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	fi->fh = fd;
-	fi->keep_cache = 1;
+	rc = handle_new(fs, i, fd, fi, false);
+	afs_itable_put(&fs->itable, i);
+	if (rc) {
+		close(fd);
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		close(fd); /* interrupted: no release will come */
+		handle_free(fi_handle(fi)); /* interrupted: no release */
 }
 
 void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   mode_t mode, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *dir = afs_req_inode(req, parent);
+	struct afs_inode *dir = afs_req_inode(req, parent), *file;
 	char proc[AFS_PROCPATH_LEN];
 	struct fuse_entry_param e;
 	struct afs_creds c;
@@ -168,12 +236,20 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (rc)
 		goto out_close;
 	afs_itable_put(&fs->itable, dir);
-	fi->fh = fd;
-	fi->keep_cache = 1;
+	file = afs_itable_get(&fs->itable, e.ino);
+	rc = file ? handle_new(fs, file, fd, fi, true) : -ESTALE;
+	if (file)
+		afs_itable_put(&fs->itable, file);
+	if (rc) {
+		afs_itable_forget(&fs->itable, e.ino, 1);
+		close(fd);
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* interrupted: no forget or release will come */
 		afs_itable_forget(&fs->itable, e.ino, 1);
-		close(fd);
+		handle_free(fi_handle(fi));
 	}
 	return;
 
@@ -187,30 +263,7 @@ out_put:
 void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
-	char *buf = afs_thread_buf(size);
-	size_t done = 0;
-
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	while (done < size) {
-		ssize_t n = pread(fi->fh, buf + done, size - done,
-				  off + (off_t)done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (done)
-				break; /* short read: what was read is data */
-			fuse_reply_err(req, errno);
-			return;
-		}
-		if (n == 0)
-			break; /* end of file */
-		done += (size_t)n;
-	}
-	fuse_reply_buf(req, buf, done);
+	afs_ahead_read(req, afs_req_fs(req)->ahead, fi_handle(fi), size, off);
 }
 
 void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
@@ -219,21 +272,25 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
 	ssize_t n;
 
+	struct afs_handle *h = fi_handle(fi);
+
 	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	dst.buf[0].fd = (int)fi->fh;
+	dst.buf[0].fd = h->fd;
 	dst.buf[0].pos = off;
 	n = fuse_buf_copy(&dst, bufv, 0);
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	afs_ahead_changed(h->fc, h->fd, (uint64_t)off, (uint64_t)n, false);
+	fuse_reply_write(req, (size_t)n);
 }
 
 void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	/* close() of a duplicate reports what the backing's close would
 	 * (NFS backings flush on close) without closing the handle. */
-	int fd = dup((int)fi->fh);
+	int fd = dup(afs_fi_fd(fi));
 
 	if (fd < 0 || close(fd) < 0)
 		fuse_reply_err(req, errno);
@@ -243,14 +300,15 @@ void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void afs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	close((int)fi->fh);
+	handle_free(fi_handle(fi));
 	fuse_reply_err(req, 0);
 }
 
 void afs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		  struct fuse_file_info *fi)
 {
-	int res = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
+	int fd = afs_fi_fd(fi);
+	int res = datasync ? fdatasync(fd) : fsync(fd);
 
 	fuse_reply_err(req, res ? errno : 0);
 }
@@ -258,15 +316,23 @@ void afs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		      off_t length, struct fuse_file_info *fi)
 {
-	int res = fallocate((int)fi->fh, mode, offset, length);
+	struct afs_handle *h = fi_handle(fi);
 
-	fuse_reply_err(req, res ? errno : 0);
+	if (fallocate(h->fd, mode, offset, length)) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	/* Punched or zeroed bytes change; plain allocation only the size,
+	 * but the identity must follow either way. */
+	afs_ahead_changed(h->fc, h->fd, (uint64_t)offset, (uint64_t)length,
+			  false);
+	fuse_reply_err(req, 0);
 }
 
 void afs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		  struct fuse_file_info *fi)
 {
-	off_t res = lseek((int)fi->fh, off, whence);
+	off_t res = lseek(afs_fi_fd(fi), off, whence);
 
 	if (res < 0)
 		fuse_reply_err(req, errno);
@@ -279,11 +345,15 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    off_t off_out, struct fuse_file_info *fi_out,
 			    size_t len, int flags)
 {
-	ssize_t n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh,
+	struct afs_handle *out = fi_handle(fi_out);
+	off_t dst = off_out;
+	ssize_t n = copy_file_range(afs_fi_fd(fi_in), &off_in, out->fd,
 				    &off_out, len, (unsigned)flags);
 
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, errno);
-	else
-		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	afs_ahead_changed(out->fc, out->fd, (uint64_t)dst, (uint64_t)n, false);
+	fuse_reply_write(req, (size_t)n);
 }

@@ -1,5 +1,6 @@
 /* opts.c - the aheadfs option table and parser (see opts.h). */
 #include "fs/opts.h"
+#include "ra/geometry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,9 @@ enum afs_opt_kind {
 	OPT_MNTATTR, /* applied after mounting with mount_setattr() */
 	OPT_IGNORE, /* accepted for fstab / mount(8), no effect */
 	OPT_IGNORE_PREFIX, /* every option starting with name */
+	OPT_BYTES, /* uint64_t field: bytes, K/M/G suffixes, in [min, max],
+		    * a multiple of 4 KiB (0 allowed when min is 0) */
+	OPT_ENUM, /* int field: the index of the value in names[] */
 };
 
 #define NO_FIELD SIZE_MAX
@@ -37,7 +41,16 @@ struct afs_opt_spec {
 	double min, max;
 	const char *help; /* NULL: not listed by --help */
 	unsigned attr_set, attr_clr; /* OPT_MNTATTR: MOUNT_ATTR_* bits */
+	const char *const *names; /* OPT_ENUM: values, NULL-terminated */
 };
+
+static const char *const read_mode_names[] = {"kernel", "direct", NULL};
+static const char *const context_ra_names[] = {"on", "loose", "off", NULL};
+static const char *const on_off_names[] = {"on", "off", NULL};
+static const char *const backing_io_names[] = {"auto", "direct", "buffered",
+					       NULL};
+#define KIB 1024.0
+#define GIB (1024.0 * 1024 * 1024)
 
 /* The table.  Keep --help, docs/aheadfs.1 and docs/passthrough.md in step
  * with it. */
@@ -61,6 +74,32 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 0, "refuse default_permissions (the backing checks, per user)"},
 	{"debug", OPT_SET, false, F(debug), 0, 0,
 	 "trace every request on stderr (implies -f)"},
+	/* the cache and readahead (fs/ahead.h, docs/tuning.md) */
+	{"read_mode", OPT_ENUM, true, F(read_mode), 0, 0,
+	 "kernel (default: the kernel's page cache on top) or direct (every "
+	 "read reaches aheadfs)",
+	 0, 0, read_mode_names},
+	{"cache_size", OPT_BYTES, true, F(cache_size), 4 * 1024 * KIB,
+	 1024 * GIB, "aheadfs's page cache budget (default an eighth of RAM)"},
+	{"ra_max", OPT_BYTES, true, F(ra_max), 0, GIB,
+	 "largest readahead window (default max(1M, 2 x stripe width))"},
+	{"ra_workers", OPT_UINT, true, F(ra_workers), 1, 64,
+	 "readahead worker threads (default 4)"},
+	{"stripe", OPT_BYTES, true, F(stripe), 0, 64 * GIB,
+	 "stripe width of the backing RAID (default from sysfs)"},
+	{"chunk", OPT_BYTES, true, F(chunk), 0, 64 * GIB,
+	 "chunk size of the backing RAID (default from sysfs)"},
+	{"context_ra", OPT_ENUM, true, F(context_ra), 0, 0,
+	 "context readahead: on (conservative, default), loose (2009 rule), "
+	 "off",
+	 0, 0, context_ra_names},
+	{"stream_table", OPT_ENUM, true, F(stream_table), 0, 0,
+	 "per-file stream table for cooperative readers: on (default), off", 0,
+	 0, on_off_names},
+	{"backing_io", OPT_ENUM, true, F(backing_io), 0, 0,
+	 "backing reads: auto (O_DIRECT where allowed, default), direct, "
+	 "buffered",
+	 0, 0, backing_io_names},
 	/* kernel / libfuse mount options */
 	{"allow_other", OPT_MOUNT, false, F(allow_other), 0, 0,
 	 "let all users use the mount (root, or user_allow_other)"},
@@ -253,6 +292,36 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 		*(double *)((char *)o + s->field) = v;
 		return 0;
 	}
+	case OPT_BYTES: {
+		uint64_t v;
+
+		if (ra_parse_size(value, &v) || v < s->min || v > s->max ||
+		    (v % 4096))
+			return fail(err, errlen, -EINVAL,
+				    "bad value '%s' for option '%s': expected "
+				    "a size from %.0fK to %.0fG in whole 4K "
+				    "pages (suffixes K, M, G)",
+				    value, s->name, s->min / KIB, s->max / GIB);
+		*(uint64_t *)((char *)o + s->field) = v;
+		return 0;
+	}
+	case OPT_ENUM: {
+		char list[128] = "";
+
+		for (int i = 0; s->names[i]; i++) {
+			if (!strcmp(value, s->names[i])) {
+				*(int *)((char *)o + s->field) = i;
+				return 0;
+			}
+			snprintf(list + strlen(list),
+				 sizeof(list) - strlen(list), "%s%s",
+				 i ? (s->names[i + 1] ? ", " : " or ") : "",
+				 s->names[i]);
+		}
+		return fail(err, errlen, -EINVAL,
+			    "bad value '%s' for option '%s': expected %s",
+			    value, s->name, list);
+	}
 	case OPT_MOUNT:
 	case OPT_MOUNT_CLEAR:
 		if (flag)
@@ -358,6 +427,11 @@ int afs_opts_parse(struct afs_opts *o, int argc, char **argv, char *err,
 		return fail(err, errlen, -EINVAL,
 			    "options 'default_permissions' and "
 			    "'no_default_permissions' conflict");
+	if (o->stripe && o->chunk &&
+	    (o->chunk > o->stripe || o->stripe % o->chunk))
+		return fail(err, errlen, -EINVAL,
+			    "options 'stripe' and 'chunk' conflict: the stripe "
+			    "width must be a whole number of chunks");
 	if (npos == 0)
 		return fail(err, errlen, -EINVAL,
 			    "missing SOURCE and MOUNTPOINT (see --help)");
@@ -512,6 +586,10 @@ void afs_opts_help(FILE *out)
 			 s->value ? "=N" : "");
 		if (s->kind == OPT_MOUNT && s->value)
 			snprintf(head, sizeof(head), "%s=NAME", s->name);
+		if (s->kind == OPT_BYTES)
+			snprintf(head, sizeof(head), "%s=SIZE", s->name);
+		if (s->kind == OPT_ENUM)
+			snprintf(head, sizeof(head), "%s=MODE", s->name);
 		fprintf(out, "    %-24s %s\n", head, s->help);
 	}
 	fprintf(out,

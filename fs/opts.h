@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct fuse_args;
@@ -46,6 +47,14 @@ struct afs_opts {
 	bool has_fsname, has_subtype;
 	double attr_timeout; /* -o attr_timeout=, seconds */
 	double entry_timeout; /* -o entry_timeout=, seconds */
+
+	/* the cache and readahead: see fs/ahead.h; 0 = automatic */
+	uint64_t cache_size, ra_max, stripe, chunk; /* bytes */
+	unsigned ra_workers;
+	int read_mode; /* enum afs_read_mode */
+	int context_ra; /* enum ra_context_rule */
+	int stream_table; /* 0 on, 1 off */
+	int backing_io; /* enum ra_backing_io */
 
 	/* MOUNT_ATTR_* bits for mount_setattr() after mounting (atime
 	 * modes libfuse 3.14 cannot pass); both 0 when none was given */

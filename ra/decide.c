@@ -216,7 +216,7 @@ static void async_rules(struct ra_hstate *st, const struct ra_params *p,
 	state_set(st, d);
 }
 
-/* A sync miss inside a stream's match range (stream.h, sync rule 1). */
+/* A sync miss a stream reaches (stream.h, sync rules 1 and 4). */
 static void stream_sync(struct ra_hstate *st, struct ra_stream_table *t,
 			int slot, const struct ra_params *p, uint64_t index,
 			uint64_t req, struct ra_decision *d)

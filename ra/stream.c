@@ -41,12 +41,13 @@ static bool stream_idle(const struct ra_stream_table *t,
 	return t->tick - s->last_use > t->idle;
 }
 
-/* How far from its window a stream still claims a request: four windows
- * (or four requests, early on).  A stream at a 1 MiB window then tolerates
- * 4 MiB of reordering either way, as an NFS server's thread pool needs
- * (35 threads x 128 KiB in flight, some requests more than 2 MiB late),
- * while a young stream does not swallow a neighbour 1000 pages away (a
- * matrix column scan). */
+/* How far ahead of its window (and before its origin) a stream still claims
+ * a request: four windows, or four requests early on.  A stream at a 1 MiB
+ * window takes requests 4 MiB ahead, as an NFS server's thread pool needs
+ * (35 threads x 128 KiB in flight), while a young stream does not swallow a
+ * neighbour 1000 pages away (a matrix column scan).  Behind its window a
+ * stream claims everything back to its origin: late requests can be very
+ * late (more than 2 MiB measured). */
 static uint64_t stream_reach(const struct ra_stream *s, uint64_t req)
 {
 	return RA_STREAM_REACH * u64_max(s->size, req);

@@ -311,7 +311,9 @@ _afs_cleanup()
 		m=${_afs_fuse_mnts[$i]}
 		afs_is_mounted "$m" && { fusermount3 -u -z "$m" 2>/dev/null ||
 			umount -l "$m"; }
-		deadline=$((AFS_WAIT_S * 10))
+		# A daemon whose lazily unmounted files are still open (a test
+		# failed with a process inside) does not exit: 20 s, then KILL.
+		deadline=200
 		while kill -0 "$pid" 2>/dev/null && [ "$deadline" -gt 0 ]; do
 			sleep 0.1
 			deadline=$((deadline - 1))
