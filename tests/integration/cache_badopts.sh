@@ -47,7 +47,7 @@ refused()
 	echo "-o $opt: exit $rc: $(head -n1 "$AFS_WORK/err")"
 }
 
-for v in abc "" -1 12x 1.5M 99999999999999999999999 4096 64K; do
+for v in abc "" -1 12x 1.5M 99999999999999999999999 4096 64K 4M; do
 	refused "cache_size=$v"
 done
 for v in abc -4K 3K 4097 2G 1025M 18446744073709551616 1Q; do

@@ -33,7 +33,7 @@ afs_mount -o "allow_other,read_mode=$AC_MODE"
 js=$(ac_stats "$M/f")
 ac_assert "$js" "list(j) == ['file', 'cache', 'backing', 'readahead', 'streams', 'uncached_reads', 'revalidations']"
 ac_assert "$js" "list(g('file')) == ['ino', 'size', 'pages'] and g('file.size') == $size and g('file.pages') == $((size >> 12))"
-ac_assert "$js" "g('file.ino') == $(stat -c %i "$S/f")" "file.ino is not the backing inode"
+ac_assert "$js" "g('file.ino') == $(stat -c %i "$M/f")" "file.ino is not the inode number the mount shows"
 ac_assert "$js" "list(g('cache')) == ['cached_pages', 'history_pages', 'hits', 'hit_bytes', 'misses', 'inserted', 'prefetched', 'evicted', 'waste', 'thrash', 'errors', 'invalidated', 'to_history', 'enospc']"
 ac_assert "$js" "list(g('backing')) == ['io', 'reads', 'bytes', 'amplification'] and g('backing.io') in ('direct', 'buffered') and isinstance(g('backing.amplification'), (int, float))"
 ra_keys="['sync', 'async', 'context', 'random', 'stream', 'decisions', 'windows', 'sync_pages', 'async_pages', 'queued', 'queue_refused', 'enospc', 'thrash', 'waste', 'errors'"
