@@ -308,6 +308,21 @@ static void test_eof_partial_page(void **state)
 	assert_int_equal(fs.backing_bytes, 10000);
 }
 
+/* Run @fn on @n threads, thread i getting (char *)@args + i * @stride, and
+ * wait for them all. */
+static void run_threads(int n, void *(*fn)(void *), void *args, size_t stride)
+{
+	pthread_t t[16];
+
+	assert_true(n <= 16);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, fn,
+						(char *)args + i * stride),
+				 0);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
 struct reader {
 	struct fixture *fx;
 	int id;
@@ -333,16 +348,11 @@ static void test_threads_share_one_stream(void **state)
 {
 	struct fixture *fx = *state;
 	struct reader r[4];
-	pthread_t t[4];
 	struct ra_file_stats fs;
 
-	for (int i = 0; i < 4; i++) {
-		r[i] = (struct reader){fx, i};
-		assert_int_equal(
-			pthread_create(&t[i], NULL, reader_thread, &r[i]), 0);
-	}
 	for (int i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
+		r[i] = (struct reader){fx, i};
+	run_threads(4, reader_thread, r, sizeof(r[0]));
 	ra_file_stats(fx->f, &fs);
 	/* every page read from the backing exactly once */
 	if (fs.c.sync_pages + fs.c.async_pages != 2048)
@@ -399,13 +409,8 @@ static void test_server_threads_per_request_handles(void **state)
 	struct fixture *fx = *state;
 	struct server sv = {fx, 0};
 	struct ra_file_stats fs;
-	pthread_t t[8];
 
-	for (int i = 0; i < 8; i++)
-		assert_int_equal(
-			pthread_create(&t[i], NULL, server_thread, &sv), 0);
-	for (int i = 0; i < 8; i++)
-		pthread_join(t[i], NULL);
+	run_threads(8, server_thread, &sv, 0);
 	ra_file_stats(fx->f, &fs);
 	assert_int_equal(fs.backing_bytes, 8 << 20);
 	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 2048);
@@ -450,14 +455,9 @@ static void test_two_threads_one_handle_seek(void **state)
 {
 	struct shared_fd sf = {.fx = *state};
 	struct ra_file_stats fs;
-	pthread_t t[2];
 
 	ra_state_init(&sf.st);
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(
-			pthread_create(&t[i], NULL, shared_fd_thread, &sf), 0);
-	for (int i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
+	run_threads(2, shared_fd_thread, &sf, 0);
 	ra_state_destroy(&sf.st);
 	settle(sf.fx);
 	ra_file_stats(sf.fx->f, &fs);
