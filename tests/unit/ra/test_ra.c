@@ -220,6 +220,7 @@ static void test_sequential_read(void **state)
 	assert_int_equal(fs.streams[0].size, 256);
 	ra_engine_stats(fx->e, &es);
 	assert_int_equal(es.files, 1);
+	assert_int_equal(ra_engine_destroy(fx->e), -EBUSY); /* a file is open */
 	assert_int_equal(es.c.decisions[RA_KIND_INITIAL], 1);
 	assert_int_equal(es.backing_bytes, 8 << 20);
 	assert_int_equal(es.workers, 2);
