@@ -244,7 +244,7 @@ int cache_destroy(struct cache *c)
 
 void cache_stats(struct cache *c, struct cache_stats *st)
 {
-	struct cache_mapping *m;
+	struct cds_list_head *pos;
 
 	memset(st, 0, sizeof(*st));
 	st->budget_bytes = c->budget_pages * CACHE_PAGE_SIZE;
@@ -271,7 +271,12 @@ void cache_stats(struct cache *c, struct cache_stats *st)
 
 	pthread_mutex_lock(&c->mappings_lock);
 	st->mappings = c->nr_mappings;
-	cds_list_for_each_entry(m, &c->mappings, link) {
+	/* Not cds_list_for_each_entry(): its end test forms a (misaligned)
+	 * mapping pointer from the list head, which UBSan rejects. */
+	cds_list_for_each(pos, &c->mappings)
+	{
+		struct cache_mapping *m =
+			caa_container_of(pos, struct cache_mapping, link);
 		struct cache_mapping_stats ms;
 
 		cache_mapping_stats(m, &ms);

@@ -288,8 +288,9 @@ void cache_pool_free_now(struct cache *c, struct cache_page **pages,
 			 unsigned int nr);
 /* The last reference is gone: free after a grace period. */
 void cache_pool_free_rcu(struct cache_page *p);
-/* Wait up to @ms for a page to come back; false on timeout. */
-bool cache_pool_wait(struct cache *c, unsigned int ms);
+/* Wait up to @ms for @want pages to be available; false if there is not
+ * even one at the timeout. */
+bool cache_pool_wait(struct cache *c, unsigned int want, unsigned int ms);
 /* The reclaimer is needed (used above the high watermark). */
 void cache_pool_kick_reclaimer(struct cache *c);
 
@@ -312,6 +313,22 @@ void cache_page_remove_locked(struct cache_mapping *m, struct cache_page *p,
 
 /* mapping.c */
 void cache_mapping_ref_put(struct cache_mapping *m);
+
+/*
+ * call_rcu() hands an object to the call_rcu thread inside liburcu, which
+ * ThreadSanitizer does not see.  Under TSan, make that hand-off visible
+ * (release before call_rcu(), acquire in the callback), so that only the
+ * real RCU case is left -- a reader's access racing with the free after
+ * the grace period -- which tests/tsan.supp suppresses by callback name.
+ */
+#ifdef AHEADFS_TSAN
+#include <sanitizer/tsan_interface.h>
+#define cache_tsan_release(addr) __tsan_release(addr)
+#define cache_tsan_acquire(addr) __tsan_acquire(addr)
+#else
+#define cache_tsan_release(addr) ((void)(addr))
+#define cache_tsan_acquire(addr) ((void)(addr))
+#endif
 
 static inline uint16_t cache_page_flags(const struct cache_page *p)
 {

@@ -36,6 +36,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cache/cache_internal.h"
 
@@ -173,16 +174,38 @@ static uint64_t live_pages_locked(const struct cache *c)
 	return c->used - c->pending;
 }
 
+/* How long the reclaimer waits before retrying when every page it could
+ * evict was under I/O or held. */
+#define RECLAIM_RETRY_MS 10
+
 static void *reclaimer_main(void *arg)
 {
 	struct cache *c = arg;
+	bool retry = false;
 
 	cache_thread_online();
 	pthread_mutex_lock(&c->pool_lock);
 	while (!c->stop) {
-		while (!c->stop && !c->reclaim_wanted)
+		if (!c->reclaim_wanted && retry) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += RECLAIM_RETRY_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&c->reclaim_cond, &c->pool_lock,
+					       &ts);
+		} else if (!c->reclaim_wanted) {
 			pthread_cond_wait(&c->reclaim_cond, &c->pool_lock);
+		}
+		if (c->stop)
+			break;
+		if (!c->reclaim_wanted && !retry)
+			continue; /* spurious wake-up */
 		c->reclaim_wanted = false;
+		retry = false;
 		cache_stat_add(&c->reclaim_runs, 1);
 		while (!c->stop && live_pages_locked(c) > c->low_pages) {
 			uint64_t excess = live_pages_locked(c) - c->low_pages,
@@ -191,8 +214,12 @@ static void *reclaimer_main(void *arg)
 			pthread_mutex_unlock(&c->pool_lock);
 			n = cache_reclaim(c, excess);
 			pthread_mutex_lock(&c->pool_lock);
-			if (!n) /* everything left is under I/O or held */
+			if (!n) {
+				/* Everything left is under I/O: try again
+				 * shortly rather than wait for a new kick. */
+				retry = true;
 				break;
+			}
 		}
 	}
 	pthread_mutex_unlock(&c->pool_lock);

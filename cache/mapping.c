@@ -296,15 +296,20 @@ static unsigned int alloc_pages(struct cache *c, unsigned int want,
 				struct cache_page **pages)
 {
 	unsigned int got = cache_pool_alloc(c, want, pages);
+	uint64_t evicted;
 
 	if (got || !want)
 		return got;
 	cache_pool_kick_reclaimer(c);
 	if (rcu_read_ongoing())
 		return 0;
-	/* Direct reclaim: do not rely on the reclaimer thread alone. */
-	cache_reclaim(c, want < RECLAIM_DIRECT_MAX ? want : RECLAIM_DIRECT_MAX);
-	if (!cache_pool_wait(c, c->alloc_wait_ms))
+	/* Direct reclaim: do not rely on the reclaimer thread alone.  Wait
+	 * for what was evicted to come back (a grace period), or for at least
+	 * one page if nothing could be evicted here. */
+	evicted = cache_reclaim(
+		c, want < RECLAIM_DIRECT_MAX ? want : RECLAIM_DIRECT_MAX);
+	if (!cache_pool_wait(c, evicted ? (unsigned int)evicted : 1,
+			     c->alloc_wait_ms))
 		return 0;
 	return cache_pool_alloc(c, want, pages);
 }

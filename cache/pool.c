@@ -44,16 +44,18 @@ int cache_pool_init(struct cache *c)
 		goto out_destroy_lock;
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	rc = -pthread_cond_init(&c->pool_cond, &attr);
-	pthread_condattr_destroy(&attr);
 	if (rc)
-		goto out_destroy_lock;
-	rc = -pthread_cond_init(&c->reclaim_cond, NULL);
+		goto out_destroy_attr;
+	rc = -pthread_cond_init(&c->reclaim_cond, &attr);
 	if (rc)
 		goto out_destroy_cond;
+	pthread_condattr_destroy(&attr);
 	return 0;
 
 out_destroy_cond:
 	pthread_cond_destroy(&c->pool_cond);
+out_destroy_attr:
+	pthread_condattr_destroy(&attr);
 out_destroy_lock:
 	pthread_mutex_destroy(&c->pool_lock);
 	return rc;
@@ -63,7 +65,11 @@ void cache_pool_destroy(struct cache *c)
 {
 	struct cache_chunk *ch, *next;
 
-	assert(!c->used);
+	/* The lock orders this after the last RCU callback's accesses (for
+	 * ThreadSanitizer too, which cannot see rcu_barrier()). */
+	pthread_mutex_lock(&c->pool_lock);
+	assert(!c->used && !c->pending);
+	pthread_mutex_unlock(&c->pool_lock);
 	for (ch = c->chunks; ch; ch = next) {
 		next = ch->next;
 		munmap(ch->buffers, (size_t)ch->nr * CACHE_PAGE_SIZE);
@@ -194,8 +200,12 @@ void cache_pool_free_now(struct cache *c, struct cache_page **pages,
 static void cache_pool_page_free_rcu(struct rcu_head *head)
 {
 	struct cache_page *p = caa_container_of(head, struct cache_page, rcu);
-	struct cache_mapping *m = p->mapping;
-	struct cache *c = m->cache;
+	struct cache_mapping *m;
+	struct cache *c;
+
+	cache_tsan_acquire(p);
+	m = p->mapping;
+	c = m->cache;
 
 	pthread_mutex_lock(&c->pool_lock);
 	page_release_locked(c, p);
@@ -214,10 +224,11 @@ void cache_pool_free_rcu(struct cache_page *p)
 	pthread_mutex_lock(&c->pool_lock);
 	__atomic_store_n(&c->pending, c->pending + 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->pool_lock);
+	cache_tsan_release(p);
 	call_rcu(&p->rcu, cache_pool_page_free_rcu);
 }
 
-bool cache_pool_wait(struct cache *c, unsigned int ms)
+bool cache_pool_wait(struct cache *c, unsigned int want, unsigned int ms)
 {
 	struct timespec deadline;
 	bool ok;
@@ -231,12 +242,12 @@ bool cache_pool_wait(struct cache *c, unsigned int ms)
 	}
 	pthread_mutex_lock(&c->pool_lock);
 	c->alloc_waits++;
-	while (c->used >= c->budget_pages) {
+	while (c->budget_pages - c->used < want) {
 		if (pthread_cond_timedwait(&c->pool_cond, &c->pool_lock,
 					   &deadline) == ETIMEDOUT)
 			break;
 	}
-	ok = c->used < c->budget_pages;
+	ok = c->used < c->budget_pages; /* some, if not all */
 	pthread_mutex_unlock(&c->pool_lock);
 	return ok;
 }

@@ -283,7 +283,10 @@ unsigned int cache_tree_gang_rcu(const struct cache_tree *t, uint64_t first,
 
 static void node_free_rcu(struct rcu_head *head)
 {
-	free(caa_container_of(head, struct cache_node, rcu));
+	struct cache_node *n = caa_container_of(head, struct cache_node, rcu);
+
+	cache_tsan_acquire(n);
+	free(n);
 }
 
 static struct cache_node *node_alloc(struct cache_tree *t, unsigned int shift)
@@ -300,6 +303,7 @@ static struct cache_node *node_alloc(struct cache_tree *t, unsigned int shift)
 static void node_free(struct cache_tree *t, struct cache_node *n)
 {
 	total_add(&t->nodes, -1);
+	cache_tsan_release(n);
 	call_rcu(&n->rcu, node_free_rcu);
 }
 

@@ -9,7 +9,8 @@
 #            bindfs          a plain FUSE passthrough peer (Debian's bindfs)
 #            aheadfs         aheadfs with its defaults
 #            aheadfs-direct  aheadfs -o read_mode=direct
-#            aheadfs-OPTS    aheadfs -o OPTS (e.g. aheadfs-context_ra=off)
+#            aheadfs-OPTS    aheadfs -o OPTS, options joined by '+'
+#                            (e.g. aheadfs-context_ra=off+ra_max=4M)
 #   RUNS     runs per cell; the median is reported (default 3)
 #   RESULTS  also write the table there (markdown)
 # Environment: AHEADFS (the daemon), READ_PATTERNS (the workload program);
@@ -83,7 +84,7 @@ mount_target() {
 	bindfs) bindfs "$vol/data" "$mnt" ;;
 	aheadfs) "$AHEADFS" -f "$vol/data" "$mnt" 2>>"$work/daemon.log" & daemon=$! ;;
 	aheadfs-direct) "$AHEADFS" -f -o read_mode=direct "$vol/data" "$mnt" 2>>"$work/daemon.log" & daemon=$! ;;
-	aheadfs-*) "$AHEADFS" -f -o "${t#aheadfs-}" "$vol/data" "$mnt" 2>>"$work/daemon.log" & daemon=$! ;;
+	aheadfs-*) "$AHEADFS" -f -o "$(tr + , <<<"${t#aheadfs-}")" "$vol/data" "$mnt" 2>>"$work/daemon.log" & daemon=$! ;;
 	*) echo "run.sh: unknown target $t" >&2; exit 2 ;;
 	esac
 	if [ "$t" != backing ]; then

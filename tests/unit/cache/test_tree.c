@@ -303,7 +303,12 @@ static void test_hole_scans_match_model(void **state)
 {
 	struct cache_tree *t = *state;
 	uint64_t seed = 0x5eed0001;
+#ifdef AHEADFS_TSAN
+	/* Single-threaded: ThreadSanitizer adds nothing but time here. */
+	unsigned int sets = 300;
+#else
 	unsigned int sets = 3000;
+#endif
 
 	for (unsigned int s = 0; s < sets; s++) {
 		struct model md;
@@ -367,8 +372,13 @@ static void test_gang_and_next_entry_match_model(void **state)
 	struct cache_tree *t = *state;
 	uint64_t seed = 0x5eed0002;
 	void *out[300];
+#ifdef AHEADFS_TSAN
+	unsigned int sets = 100;
+#else
+	unsigned int sets = 1000;
+#endif
 
-	for (unsigned int s = 0; s < 1000; s++) {
+	for (unsigned int s = 0; s < sets; s++) {
 		struct model md;
 
 		model_build(&md, t, &seed);

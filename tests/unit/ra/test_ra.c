@@ -220,6 +220,7 @@ static void test_sequential_read(void **state)
 	assert_int_equal(fs.streams[0].size, 256);
 	ra_engine_stats(fx->e, &es);
 	assert_int_equal(es.files, 1);
+	assert_int_equal(ra_engine_destroy(fx->e), -EBUSY); /* a file is open */
 	assert_int_equal(es.c.decisions[RA_KIND_INITIAL], 1);
 	assert_int_equal(es.backing_bytes, 8 << 20);
 	assert_int_equal(es.workers, 2);
@@ -308,6 +309,21 @@ static void test_eof_partial_page(void **state)
 	assert_int_equal(fs.backing_bytes, 10000);
 }
 
+/* Run @fn on @n threads, thread i getting (char *)@args + i * @stride, and
+ * wait for them all. */
+static void run_threads(int n, void *(*fn)(void *), void *args, size_t stride)
+{
+	pthread_t t[16];
+
+	assert_true(n <= 16);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, fn,
+						(char *)args + i * stride),
+				 0);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
 struct reader {
 	struct fixture *fx;
 	int id;
@@ -333,21 +349,26 @@ static void test_threads_share_one_stream(void **state)
 {
 	struct fixture *fx = *state;
 	struct reader r[4];
-	pthread_t t[4];
 	struct ra_file_stats fs;
 
-	for (int i = 0; i < 4; i++) {
-		r[i] = (struct reader){fx, i};
-		assert_int_equal(
-			pthread_create(&t[i], NULL, reader_thread, &r[i]), 0);
-	}
 	for (int i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
+		r[i] = (struct reader){fx, i};
+	run_threads(4, reader_thread, r, sizeof(r[0]));
 	ra_file_stats(fx->f, &fs);
 	/* every page read from the backing exactly once */
+	if (fs.c.sync_pages + fs.c.async_pages != 2048)
+		fail_msg("inserted %llu + %llu pages; refused %llu, enospc "
+			 "%llu, errors %llu, waste %llu, thrash %llu",
+			 (unsigned long long)fs.c.sync_pages,
+			 (unsigned long long)fs.c.async_pages,
+			 (unsigned long long)fs.c.queue_refused,
+			 (unsigned long long)fs.c.enospc,
+			 (unsigned long long)fs.c.errors,
+			 (unsigned long long)fs.c.waste,
+			 (unsigned long long)fs.c.thrash);
 	assert_int_equal(fs.backing_bytes, 8 << 20);
-	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 2048);
 	assert_int_equal(fs.c.errors, 0);
+	assert_int_equal(fs.c.queue_refused, 0);
 	/* and mostly by readahead, not by the readers' own misses */
 	assert_true(fs.c.async_pages > fs.c.sync_pages);
 }
@@ -389,18 +410,14 @@ static void test_server_threads_per_request_handles(void **state)
 	struct fixture *fx = *state;
 	struct server sv = {fx, 0};
 	struct ra_file_stats fs;
-	pthread_t t[8];
 
-	for (int i = 0; i < 8; i++)
-		assert_int_equal(
-			pthread_create(&t[i], NULL, server_thread, &sv), 0);
-	for (int i = 0; i < 8; i++)
-		pthread_join(t[i], NULL);
+	run_threads(8, server_thread, &sv, 0);
 	ra_file_stats(fx->f, &fs);
 	assert_int_equal(fs.backing_bytes, 8 << 20);
 	assert_int_equal(fs.c.sync_pages + fs.c.async_pages, 2048);
 	assert_true(fs.c.async_pages > fs.c.sync_pages);
 	assert_int_equal(fs.c.errors, 0);
+	assert_int_equal(fs.c.queue_refused, 0);
 }
 
 /*
@@ -439,14 +456,9 @@ static void test_two_threads_one_handle_seek(void **state)
 {
 	struct shared_fd sf = {.fx = *state};
 	struct ra_file_stats fs;
-	pthread_t t[2];
 
 	ra_state_init(&sf.st);
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(
-			pthread_create(&t[i], NULL, shared_fd_thread, &sf), 0);
-	for (int i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
+	run_threads(2, shared_fd_thread, &sf, 0);
 	ra_state_destroy(&sf.st);
 	settle(sf.fx);
 	ra_file_stats(sf.fx->f, &fs);

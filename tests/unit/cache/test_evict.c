@@ -1,0 +1,340 @@
+/* test_evict.c - the budget, -ENOSPC, the eviction policy (scan
+ * resistance, waste, ghost and thrash) and the reclaimer thread.
+ */
+#include <time.h>
+#include <unistd.h>
+
+#include "cache_test.h"
+
+/* A small cache with manual reclaim: eviction happens only in
+ * cache_reclaim() and in inserters at the hard limit. */
+static int small_setup(void **state)
+{
+	struct cache_config cfg = {
+		.budget_bytes = budget_for(256),
+		.manual_reclaim = true,
+		.alloc_wait_ms = 20,
+	};
+
+	return fixture_setup_cfg(state, &cfg);
+}
+
+static int tiny_setup(void **state)
+{
+	struct cache_config cfg = {
+		.budget_bytes = budget_for(64),
+		.manual_reclaim = true,
+		.alloc_wait_ms = 20,
+	};
+
+	return fixture_setup_cfg(state, &cfg);
+}
+
+static int reclaimer_setup(void **state)
+{
+	struct cache_config cfg = {
+		.budget_bytes = budget_for(256),
+		.alloc_wait_ms = 20,
+	};
+
+	return fixture_setup_cfg(state, &cfg);
+}
+
+static int ghost_setup(void **state)
+{
+	struct cache_config cfg = {
+		.budget_bytes = budget_for(1024),
+		.manual_reclaim = true,
+		.ghost_entries = 64,
+	};
+
+	return fixture_setup_cfg(state, &cfg);
+}
+
+static void test_create_rejects_bad_configs(void **state)
+{
+	struct cache_config cfg = {.budget_bytes = budget_for(63)};
+	struct cache *c = NULL;
+
+	(void)state;
+	cache_thread_online();
+	assert_int_equal(cache_create(&cfg, &c), -EINVAL);
+	cfg.budget_bytes = budget_for(1000);
+	cfg.min_bytes = budget_for(1001);
+	assert_int_equal(cache_create(&cfg, &c), -EINVAL);
+	cfg.min_bytes = 0;
+	cfg.high_pct = 80;
+	cfg.low_pct = 80;
+	assert_int_equal(cache_create(&cfg, &c), -EINVAL);
+	cfg.low_pct = 0;
+	cfg.high_pct = 101;
+	assert_int_equal(cache_create(&cfg, &c), -EINVAL);
+	cfg.high_pct = 0;
+	cfg.small_pct = 100;
+	assert_int_equal(cache_create(&cfg, &c), -EINVAL);
+	assert_null(c);
+	cfg.small_pct = 0;
+	cfg.min_bytes = budget_for(1000);
+	assert_int_equal(cache_create(&cfg, &c), 0);
+	assert_int_equal(cache_destroy(c), 0);
+}
+
+static void test_destroy_refused_while_mappings_live(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(cache_destroy(f->c), -EBUSY);
+}
+
+static void test_enospc_when_everything_is_under_io(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_page *pages[64], *more[4];
+	struct cache_mapping_stats ms;
+	struct cache_stats st;
+	unsigned int got, got2;
+
+	assert_int_equal(
+		cache_insert_range(f->m, 0, 64, CACHE_NO_MARK, 0, pages, &got),
+		0);
+	assert_int_equal(got, 64);
+	/* Nothing evictable (all LOCKED): a bounded wait, then -ENOSPC. */
+	assert_int_equal(
+		cache_insert_range(f->m, 100, 4, CACHE_NO_MARK, 0, more, &got2),
+		-ENOSPC);
+	assert_int_equal(got2, 0);
+	cache_stats(f->c, &st);
+	assert_int_equal(st.used_bytes, st.budget_bytes);
+	assert_int_equal(st.enospc, 1);
+	assert_true(st.alloc_waits >= 1);
+	cache_mapping_stats(f->m, &ms);
+	assert_int_equal(ms.enospc, 1);
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], 0);
+}
+
+static void test_short_insert_at_the_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_page *pages[64], *more[10];
+	unsigned int got, got2;
+
+	assert_int_equal(
+		cache_insert_range(f->m, 0, 60, CACHE_NO_MARK, 0, pages, &got),
+		0);
+	/* Room for 4 of 10: the lowest indexes, and no error. */
+	assert_int_equal(cache_insert_range(f->m, 100, 10, CACHE_NO_MARK, 0,
+					    more, &got2),
+			 0);
+	assert_int_equal(got2, 4);
+	assert_int_equal(cache_page_index(more[0]), 100);
+	assert_int_equal(cache_page_index(more[3]), 103);
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], 0);
+	for (unsigned int i = 0; i < got2; i++)
+		cache_page_complete(more[i], 0);
+}
+
+static void test_insert_at_limit_evicts_and_succeeds(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_stats st;
+
+	assert_int_equal(fill_range(f->m, 0, 64, 0), 64);
+	/* Full of evictable pages: the inserter makes room itself. */
+	assert_int_equal(fill_range(f->m, 1000, 8, 0), 8);
+	cache_stats(f->c, &st);
+	assert_true(st.used_bytes <= st.budget_bytes);
+	assert_true(st.evictions >= 8);
+	assert_true(has_data(f->m, 1007));
+}
+
+static void test_locked_pages_not_evicted(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_page *pages[10];
+	unsigned int got;
+
+	assert_int_equal(
+		cache_insert_range(f->m, 0, 10, CACHE_NO_MARK, 0, pages, &got),
+		0);
+	assert_int_equal(cache_reclaim(f->c, 100), 0);
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], 0);
+	assert_int_equal(cache_reclaim(f->c, 100), 10);
+	assert_false(has_data(f->m, 3));
+}
+
+static void access_range(struct cache_mapping *m, uint64_t first, uint64_t n,
+			 int times)
+{
+	rcu_read_lock();
+	for (uint64_t i = first; i < first + n; i++) {
+		struct cache_page *p = cache_lookup_rcu(m, i);
+
+		assert_non_null(p);
+		for (int t = 0; t < times; t++)
+			cache_page_mark_accessed(p);
+	}
+	rcu_read_unlock();
+}
+
+/*
+ * A hot set read again and again, then a one-pass scan four times the
+ * cache: the scan's pages leave probation unreferenced and are evicted
+ * there, the hot pages (promoted to main) all survive.
+ */
+static void test_scan_does_not_flush_hot_pages(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_mapping_stats ms;
+
+	assert_int_equal(fill_range(f->m, 0, 32, 0), 32);
+	access_range(f->m, 0, 32, 2); /* first use + one re-use */
+	for (uint64_t start = 10000; start < 10000 + 1024; start += 16) {
+		assert_int_equal(fill_range(f->m, start, 16, 0), 16);
+		access_range(f->m, start, 16, 1);
+	}
+	for (uint64_t i = 0; i < 32; i++)
+		assert_true(has_data(f->m, i));
+	cache_mapping_stats(f->m, &ms);
+	assert_true(ms.evicted >= 1024 + 32 - 256);
+	assert_int_equal(ms.waste, 0);
+}
+
+/* The same scan with nothing referenced evicts the old pages: the test
+ * above depends on the referenced bit, not on luck. */
+static void test_unreferenced_pages_are_flushed_by_scan(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(fill_range(f->m, 0, 32, 0), 32);
+	access_range(f->m, 0, 32, 1);
+	for (uint64_t start = 10000; start < 10000 + 1024; start += 16) {
+		assert_int_equal(fill_range(f->m, start, 16, 0), 16);
+		access_range(f->m, start, 16, 1);
+	}
+	for (uint64_t i = 0; i < 32; i++)
+		assert_false(has_data(f->m, i));
+}
+
+static void test_waste_and_ghost_thrash(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_mapping_stats ms;
+	struct cache_stats st;
+
+	assert_int_equal(fill_range(f->m, 0, 32, CACHE_INSERT_PREFETCH), 32);
+	assert_int_equal(fill_range(f->m, 100, 10, CACHE_INSERT_PREFETCH), 10);
+	access_range(f->m, 100, 10, 1); /* used: not waste */
+	assert_int_equal(cache_reclaim(f->c, 42), 42);
+	cache_mapping_stats(f->m, &ms);
+	assert_int_equal(ms.prefetched, 42);
+	assert_int_equal(ms.evicted, 42);
+	assert_int_equal(ms.waste, 32);
+	assert_true(cache_ghost_test_clear(f->m, 5));
+	assert_false(cache_ghost_test_clear(f->m, 5)); /* consumed */
+	assert_false(cache_ghost_test_clear(f->m, 105));
+	assert_false(cache_ghost_test_clear(f->m, 500));
+	cache_mapping_stats(f->m, &ms);
+	assert_int_equal(ms.thrash, 1);
+	cache_stats(f->c, &st);
+	assert_int_equal(st.waste, 32);
+	assert_int_equal(st.thrash, 1);
+}
+
+static void test_ghost_is_per_mapping(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_identity id = test_identity(43);
+	struct cache_mapping *other;
+
+	assert_int_equal(fill_range(f->m, 0, 4, CACHE_INSERT_PREFETCH), 4);
+	assert_int_equal(cache_reclaim(f->c, 4), 4);
+	assert_int_equal(cache_mapping_create(f->c, &id, &other), 0);
+	assert_false(cache_ghost_test_clear(other, 2));
+	assert_true(cache_ghost_test_clear(f->m, 2));
+	cache_mapping_put(other);
+}
+
+static void test_ghost_record_is_bounded(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_stats st;
+	unsigned int hits = 0;
+
+	for (uint64_t s = 0; s < 1000; s += 100) {
+		assert_int_equal(
+			fill_range(f->m, s, 100, CACHE_INSERT_PREFETCH), 100);
+		assert_int_equal(cache_reclaim(f->c, 100), 100);
+	}
+	cache_stats(f->c, &st);
+	assert_int_equal(st.ghost_entries, 64);
+	assert_int_equal(st.waste, 1000);
+	for (uint64_t i = 0; i < 1000; i++)
+		hits += cache_ghost_test_clear(f->m, i);
+	assert_true(hits > 0);
+	assert_true(hits <= 64);
+}
+
+static void test_reclaimer_thread_restores_watermark(void **state)
+{
+	struct fixture *f = *state;
+	struct timespec t0, now;
+	struct cache_stats st;
+
+	/* 250 of 256 pages: above the high watermark (95% = 243). */
+	assert_int_equal(fill_range(f->m, 0, 250, 0), 250);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		cache_stats(f->c, &st);
+		if (st.used_bytes - st.pending_free_bytes <= st.low_bytes)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		/* A liveness bound, not a performance figure. */
+		if (now.tv_sec - t0.tv_sec > 30)
+			fail_msg("reclaimer did not run: used %lu low %lu",
+				 (unsigned long)st.used_bytes,
+				 (unsigned long)st.low_bytes);
+		usleep(1000);
+	}
+	assert_true(st.reclaim_runs >= 1);
+	assert_true(st.evictions >= 250 - 230);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_rejects_bad_configs),
+		cmocka_unit_test_setup_teardown(
+			test_destroy_refused_while_mappings_live, tiny_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_enospc_when_everything_is_under_io, tiny_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_short_insert_at_the_limit,
+						tiny_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_insert_at_limit_evicts_and_succeeds, tiny_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_locked_pages_not_evicted,
+						tiny_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_scan_does_not_flush_hot_pages, small_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_unreferenced_pages_are_flushed_by_scan,
+			small_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_waste_and_ghost_thrash,
+						small_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_ghost_is_per_mapping,
+						small_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_ghost_record_is_bounded,
+						ghost_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_reclaimer_thread_restores_watermark,
+			reclaimer_setup, fixture_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
