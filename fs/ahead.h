@@ -171,6 +171,15 @@ void afs_ahead_changed(struct afs_fcache *fc, int fd, uint64_t off,
 		       uint64_t len, bool to_end);
 
 /**
+ * afs_ahead_touched() - The daemon changed the file's metadata through @fd
+ * (mode, owner, times, xattrs): take the backing's new identity without
+ * dropping pages, so that the new ctime is not taken for a change behind
+ * the mount.  @fc may be NULL (a file never opened).
+ * Context: Serving thread, after the backing call returned.
+ */
+void afs_ahead_touched(struct afs_fcache *fc, int fd);
+
+/**
  * afs_ahead_read() - Serve a READ of @size bytes at @off on @h and reply.
  *
  * Hits reply with an iovec over the cache pages from inside the RCU
