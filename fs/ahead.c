@@ -243,6 +243,23 @@ void afs_ahead_changed(struct afs_fcache *fc, int fd, uint64_t off,
 	}
 }
 
+void afs_ahead_touched(struct afs_fcache *fc, int fd)
+{
+	struct cache_identity id;
+	struct stat st;
+
+	if (!fc)
+		return;
+	cache_thread_online();
+	if (fstat(fd, &st)) {
+		cache_mapping_invalidate(fc->map, 0, UINT64_MAX);
+		return;
+	}
+	identity_of(&st, &id);
+	cache_mapping_set_identity(fc->map, &id);
+	__atomic_store_n(&fc->size, id.size, __ATOMIC_RELEASE);
+}
+
 void afs_read_uncached(fuse_req_t req, int fd, size_t size, off_t off)
 {
 	char *buf = afs_thread_buf(size);

@@ -89,6 +89,8 @@ struct afs_fcache {
 };
 
 struct afs_handle {
+	struct afs_handle *prev, *next; /* the daemon's open handles, under
+					 * afs_fs.handles_lock */
 	int fd; /* backing fd, the caller's open flags */
 	bool direct_io; /* opened with direct_io (read_mode=direct) */
 	struct afs_fcache *fc; /* a reference; NULL for non-regular files */
@@ -167,6 +169,15 @@ bool afs_ahead_revalidate(struct afs_ahead *a, struct afs_fcache *fc,
  */
 void afs_ahead_changed(struct afs_fcache *fc, int fd, uint64_t off,
 		       uint64_t len, bool to_end);
+
+/**
+ * afs_ahead_touched() - The daemon changed the file's metadata through @fd
+ * (mode, owner, times, xattrs): take the backing's new identity without
+ * dropping pages, so that the new ctime is not taken for a change behind
+ * the mount.  @fc may be NULL (a file never opened).
+ * Context: Serving thread, after the backing call returned.
+ */
+void afs_ahead_touched(struct afs_fcache *fc, int fd);
 
 /**
  * afs_ahead_read() - Serve a READ of @size bytes at @off on @h and reply.

@@ -104,6 +104,7 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 	int fd, rc;
 
 	memset(fs, 0, sizeof(*fs));
+	pthread_mutex_init(&fs->handles_lock, NULL);
 	fs->opts = o;
 	fs->as_root = geteuid() == 0;
 	/* The kernel checks permissions (and POSIX ACLs) unless refused;
@@ -324,10 +325,12 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_fs:
-	/* The entries release their files' cache state before the cache
-	 * goes. */
+	/* Files still open at unmount, then the entries, release their
+	 * files' cache state before the cache goes. */
+	afs_handles_release_all(&fs);
 	afs_itable_destroy(&fs.itable);
 	afs_ahead_destroy(fs.ahead);
+	pthread_mutex_destroy(&fs.handles_lock);
 	return status;
 }
 

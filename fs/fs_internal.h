@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fuse_lowlevel.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -24,6 +25,10 @@ struct afs_ahead;
 struct afs_fs {
 	struct afs_itable itable;
 	struct afs_ahead *ahead; /* the cache and readahead (ahead.h) */
+	/* Open regular-file handles: files still open when the mount goes
+	 * get no RELEASE, and are freed by afs_handles_release_all(). */
+	pthread_mutex_t handles_lock;
+	struct afs_handle *handles;
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */
@@ -31,6 +36,13 @@ struct afs_fs {
 };
 
 /* Open regular file: fi->fh points to a struct afs_handle (ahead.h). */
+
+/**
+ * afs_handles_release_all() - Free the handles of files still open when the
+ * session ended (no RELEASE comes for them).
+ * Context: After the session loop returned; no request in flight.
+ */
+void afs_handles_release_all(struct afs_fs *fs);
 
 /**
  * afs_fi_fd() - The backing fd of an open regular file.

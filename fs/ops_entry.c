@@ -335,19 +335,11 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (!rc)
 		rc = afs_stat(i, &st);
-	if (!rc && S_ISREG(i->type)) {
-		struct afs_fcache *fc =
-			__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE);
-		struct stat backing = st;
-
-		/* Close-to-open plus: a change behind the mount seen here
-		 * drops aheadfs's pages; the kernel drops its own when the
-		 * attributes it gets show a new mtime or size
-		 * (FUSE_CAP_AUTO_INVAL_DATA). */
-		backing.st_ino = (ino_t)i->ino;
-		if (fc)
-			afs_ahead_revalidate(fs->ahead, fc, &backing);
-	}
+	/* Our own change of mode, owner or times moves ctime: take the new
+	 * identity so it is not taken for a change behind the mount. */
+	if (!rc && S_ISREG(i->type))
+		afs_ahead_touched(__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE),
+				  i->fd);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);

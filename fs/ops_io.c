@@ -147,6 +147,12 @@ static int handle_new(struct afs_fs *fs, struct afs_inode *i, int fd,
 		h->direct_io = true;
 	}
 	fi->fh = (uintptr_t)h;
+	pthread_mutex_lock(&fs->handles_lock);
+	h->next = fs->handles;
+	if (h->next)
+		h->next->prev = h;
+	fs->handles = h;
+	pthread_mutex_unlock(&fs->handles_lock);
 	return 0;
 
 out_free:
@@ -154,12 +160,26 @@ out_free:
 	return rc;
 }
 
-static void handle_free(struct afs_handle *h)
+static void handle_free(struct afs_fs *fs, struct afs_handle *h)
 {
+	pthread_mutex_lock(&fs->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->handles_lock);
 	close(h->fd);
 	afs_fcache_put(h->fc);
 	ra_state_destroy(&h->ra);
 	free(h);
+}
+
+void afs_handles_release_all(struct afs_fs *fs)
+{
+	while (fs->handles)
+		handle_free(fs, fs->handles);
 }
 
 static inline struct afs_handle *fi_handle(const struct fuse_file_info *fi)
@@ -196,7 +216,7 @@ void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		handle_free(fi_handle(fi)); /* interrupted: no release */
+		handle_free(fs, fi_handle(fi)); /* interrupted: no release */
 }
 
 void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -249,7 +269,7 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* interrupted: no forget or release will come */
 		afs_itable_forget(&fs->itable, e.ino, 1);
-		handle_free(fi_handle(fi));
+		handle_free(fs, fi_handle(fi));
 	}
 	return;
 
@@ -300,7 +320,7 @@ void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void afs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	handle_free(fi_handle(fi));
+	handle_free(afs_req_fs(req), fi_handle(fi));
 	fuse_reply_err(req, 0);
 }
 

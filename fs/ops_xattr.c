@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <sys/xattr.h>
 
+#include "fs/ahead.h"
 #include "fs/fs_internal.h"
 
 enum xattr_op { X_GET, X_SET, X_LIST, X_REMOVE };
@@ -64,6 +65,10 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 	if (n < 0)
 		rc = -errno;
 	afs_creds_leave(&c);
+	/* A changed attribute moves ctime: not a change behind the mount. */
+	if (!rc && (op == X_SET || op == X_REMOVE) && S_ISREG(i->type))
+		afs_ahead_touched(__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE),
+				  i->fd);
 out_put:
 	afs_itable_put(&fs->itable, i);
 	if (rc)

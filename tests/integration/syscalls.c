@@ -957,7 +957,8 @@ static void tree(int dfd, const char *rel)
 		}
 		names[n++] = strdup(de->d_name);
 	}
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n) /* qsort() of no array is undefined */
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		char path[4096], buf[4096], xl[4096] = "";
 		struct stat st;
