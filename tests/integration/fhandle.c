@@ -105,7 +105,8 @@ int main(int argc, char **argv)
 		if (name_to_handle_at(AT_FDCWD, argv[2], &h.fh, &mount_id, 0))
 			return die("name_to_handle_at", argv[2]);
 		f = fopen(argv[3], "wb");
-		if (!f || fwrite(&h, sizeof(h.fh) + h.fh.handle_bytes, 1, f) != 1)
+		if (!f ||
+		    fwrite(&h, sizeof(h.fh) + h.fh.handle_bytes, 1, f) != 1)
 			return die("write", argv[3]);
 		fclose(f);
 		printf("handle type %d, %u bytes, mount id %d\n",
@@ -123,9 +124,10 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], "stale")) {
 			if (fd >= 0 || errno != ESTALE) {
 				fprintf(stderr,
-					"afs_fhandle: expected ESTALE, got %s\n",
-					fd >= 0 ? "an open file" :
-						  strerrorname_np(errno));
+					"afs_fhandle: expected ESTALE, got "
+					"%s\n",
+					fd >= 0 ? "an open file"
+						: strerrorname_np(errno));
 				return 1;
 			}
 			return 0;
@@ -142,9 +144,11 @@ int main(int argc, char **argv)
 			int same = a && b && !strcmp(a, b);
 
 			if (!same)
-				fprintf(stderr, "afs_fhandle: directory "
-						"listings differ:\n%s---\n%s",
-					a ? a : "(error)\n", b ? b : "(error)\n");
+				fprintf(stderr,
+					"afs_fhandle: directory "
+					"listings differ:\n%s---\n%s",
+					a ? a : "(error)\n",
+					b ? b : "(error)\n");
 			free(a);
 			free(b);
 			return !same;
@@ -154,8 +158,9 @@ int main(int argc, char **argv)
 		int same = na >= 0 && na == nb && !memcmp(a, b, na);
 
 		if (!same)
-			fprintf(stderr, "afs_fhandle: content differs: %zd bytes "
-					"by handle, %zd expected\n",
+			fprintf(stderr,
+				"afs_fhandle: content differs: %zd bytes "
+				"by handle, %zd expected\n",
 				na, nb);
 		free(a);
 		free(b);
