@@ -109,7 +109,7 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 	 * option (afs_opts_fuse_args()). */
 	fs->default_permissions = !o->no_default_permissions;
 	fs->attr_timeout = o->attr_timeout;
-	fs->entry_timeout = o->entry_timeout;
+	fs->entry_timeout = afs_opts_entry_timeout(o);
 	rc = afs_itable_init(&fs->itable);
 	if (rc)
 		return rc;

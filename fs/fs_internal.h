@@ -73,11 +73,15 @@ int afs_stat(const struct afs_inode *inode, struct stat *st);
  * afs_lookup_entry() - Look up @name in @dir and fill @e, counting one
  * kernel lookup on the result.  "." is @dir itself; ".." at the root is the
  * root (the path never leaves SOURCE).  Symlinks are not followed.
+ * @caller: The request to look up for; with no_default_permissions the
+ *          name is opened with its credentials (search permission on @dir
+ *          is then checked by the backing).  NULL: as the daemon.
  *
  * Context: Serving thread; backing syscalls; takes the table lock.
  * Return: 0 or the backing's -errno.
  */
-int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
+int afs_lookup_entry(struct afs_fs *fs, fuse_req_t caller,
+		     struct afs_inode *dir, const char *name,
 		     struct fuse_entry_param *e);
 
 /**

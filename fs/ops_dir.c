@@ -125,7 +125,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		} else {
 			bool dots = is_dot_or_dotdot(name);
 			int lrc = dots ? -ENOENT
-				       : afs_lookup_entry(fs, dir, name, &e);
+				       : afs_lookup_entry(fs, NULL, dir, name,
+							  &e);
 
 			if (lrc == -ENOENT && !dots) {
 				/* removed since readdir() saw it */

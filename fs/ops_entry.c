@@ -116,9 +116,11 @@ int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e)
 	return 0;
 }
 
-int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
+int afs_lookup_entry(struct afs_fs *fs, fuse_req_t caller,
+		     struct afs_inode *dir, const char *name,
 		     struct fuse_entry_param *e)
 {
+	struct afs_creds c;
 	struct stat st;
 	int fd, rc;
 
@@ -131,9 +133,21 @@ int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
 		fill_entry(fs, dir, &st, e);
 		return 0;
 	}
-	fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	/* Without default_permissions nobody else checks that the caller
+	 * may search @dir: the backing does, for the caller. */
+	if (caller && !fs->default_permissions) {
+		rc = afs_req_creds_enter(caller, &c, false);
+		if (rc)
+			return rc;
+		fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		rc = fd < 0 ? -errno : 0;
+		afs_creds_leave(&c);
+	} else {
+		fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		rc = fd < 0 ? -errno : 0;
+	}
+	if (rc)
+		return rc;
 	return afs_entry_from_fd(fs, fd, e);
 }
 
@@ -189,7 +203,7 @@ void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	rc = afs_lookup_entry(fs, dir, name, &e);
+	rc = afs_lookup_entry(fs, req, dir, name, &e);
 	afs_itable_put(&fs->itable, dir);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -368,7 +382,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	rc = res ? -errno : 0;
 	afs_creds_leave(&c);
 	if (!rc)
-		rc = afs_lookup_entry(fs, dir, name, &e);
+		rc = afs_lookup_entry(fs, NULL, dir, name, &e);
 out_put:
 	afs_itable_put(&fs->itable, dir);
 	if (rc)

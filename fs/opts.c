@@ -54,7 +54,8 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"attr_timeout", OPT_SECONDS, true, F(attr_timeout), 0, 86400,
 	 "seconds the kernel may cache attributes (default 1)"},
 	{"entry_timeout", OPT_SECONDS, true, F(entry_timeout), 0, 86400,
-	 "seconds the kernel may cache names (default 1)"},
+	 "seconds the kernel may cache names (default 1; 0 with "
+	 "no_default_permissions)"},
 	{"default_permissions", OPT_SET, false, F(default_permissions), 0, 0,
 	 "the kernel checks permissions (default as root with allow_other)"},
 	{"no_default_permissions", OPT_SET, false, F(no_default_permissions), 0,
@@ -145,7 +146,7 @@ void afs_opts_init(struct afs_opts *o)
 	o->max_threads = 10;
 	o->max_idle_threads = 10;
 	o->attr_timeout = 1.0;
-	o->entry_timeout = 1.0;
+	o->entry_timeout = -1; /* afs_opts_entry_timeout() */
 }
 
 void afs_opts_free(struct afs_opts *o)
@@ -486,6 +487,13 @@ out_free:
 	if (rc)
 		fuse_opt_free_args(args);
 	return rc;
+}
+
+double afs_opts_entry_timeout(const struct afs_opts *o)
+{
+	if (o->entry_timeout >= 0)
+		return o->entry_timeout;
+	return o->no_default_permissions ? 0 : 1.0;
 }
 
 void afs_opts_help(FILE *out)

@@ -45,7 +45,7 @@ struct afs_opts {
 	bool read_only; /* -o ro */
 	bool has_fsname, has_subtype;
 	double attr_timeout; /* -o attr_timeout=, seconds */
-	double entry_timeout; /* -o entry_timeout=, seconds */
+	double entry_timeout; /* -o entry_timeout=, seconds; < 0: default */
 
 	/* MOUNT_ATTR_* bits for mount_setattr() after mounting (atime
 	 * modes libfuse 3.14 cannot pass); both 0 when none was given */
@@ -116,6 +116,16 @@ int afs_opts_fuse_args(const struct afs_opts *o, unsigned euid,
  * root with allow_other and no_default_permissions is not given.
  */
 bool afs_opts_default_permissions(const struct afs_opts *o, unsigned euid);
+
+/**
+ * afs_opts_entry_timeout() - Seconds the kernel may cache names: as given,
+ * else 1, or 0 with no_default_permissions (the kernel then looks every
+ * path component up again, as the caller, so the backing checks search
+ * permission on each directory every time).
+ *
+ * Context: Pure.
+ */
+double afs_opts_entry_timeout(const struct afs_opts *o);
 
 /**
  * afs_opts_help() - Usage and the option table, for --help.

@@ -89,6 +89,7 @@ static void test_defaults(void **state)
 	assert_int_equal(f->o.max_threads, 10);
 	assert_int_equal(f->o.max_idle_threads, 10);
 	assert_true(f->o.attr_timeout == 1.0);
+	assert_true(afs_opts_entry_timeout(&f->o) == 1.0);
 	assert_int_equal(f->o.n_mount_opts, 0);
 }
 
@@ -455,6 +456,8 @@ static void test_default_permissions_refused(void **state)
 			       "s", "m", NULL),
 			 0);
 	assert_false(afs_opts_default_permissions(&f->o, 0));
+	/* names are looked up again, as the caller, every time */
+	assert_true(afs_opts_entry_timeout(&f->o) == 0);
 	assert_int_equal(afs_opts_fuse_args(&f->o, 0, &a), 0);
 	assert_false(args_have(&a, "default_permissions"));
 	fuse_opt_free_args(&a);
