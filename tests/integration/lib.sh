@@ -302,7 +302,7 @@ afs_as_user()
 
 _afs_cleanup()
 {
-	local rc=$? i pid m deadline
+	local rc=$? i pid m deadline sig
 	set +e
 	trap - EXIT INT TERM
 	# FUSE mounts first (lazy: a test may have left a process inside).
@@ -312,13 +312,16 @@ _afs_cleanup()
 		afs_is_mounted "$m" && { fusermount3 -u -z "$m" 2>/dev/null ||
 			umount -l "$m"; }
 		# A daemon whose lazily unmounted files are still open (a test
-		# failed with a process inside) does not exit: 20 s, then KILL.
-		deadline=200
-		while kill -0 "$pid" 2>/dev/null && [ "$deadline" -gt 0 ]; do
-			sleep 0.1
-			deadline=$((deadline - 1))
+		# failed with a process inside) does not exit by itself: 5 s,
+		# then SIGTERM, 5 s, then SIGKILL.
+		for sig in TERM KILL; do
+			deadline=50
+			while kill -0 "$pid" 2>/dev/null && [ "$deadline" -gt 0 ]; do
+				sleep 0.1
+				deadline=$((deadline - 1))
+			done
+			kill -"$sig" "$pid" 2>/dev/null
 		done
-		kill -KILL "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	done
 	# Everything else mounted under the work dir, innermost (latest) first.
