@@ -15,8 +15,10 @@
  * node id the kernel hands back after forgetting it (NFS re-export: LOOKUP
  * of "." or ".." on an old file handle) still names the same backing inode,
  * and afs_itable_reopen() opens it again with open_by_handle_at() on
- * filesystems whose handles can be rebuilt from the inode number (ext4,
- * xfs: FILEID_INO32_GEN).  Elsewhere it answers -ESTALE.  Inodes that do not
+ * filesystems whose handles can be rebuilt from the inode number (ext4:
+ * FILEID_INO32_GEN with generation 0; xfs: the same or its 64-bit variant,
+ * with the generation read with XFS_IOC_BULKSTAT).
+ * Elsewhere it answers -ESTALE.  Inodes that do not
  * fit (inode number >= 2^48, more than 32767 backing filesystems) get a
  * synthetic node id (bit 63 set, from a counter) that is valid only while
  * the entry lives.  The root is always FUSE_ROOT_ID and never freed.
@@ -67,6 +69,9 @@ struct afs_backing_fs {
 	dev_t dev;
 	int mount_fd; /* fd on its first directory, for open_by_handle_at() */
 	bool by_handle; /* a handle can be rebuilt from the inode number */
+	int handle_type; /* of those handles (FILEID_INO32_GEN, or xfs's
+			  * 64-bit variant 0x81) */
+	bool gen_lookup; /* ... with the generation asked for first (XFS) */
 };
 
 struct afs_itable {
@@ -249,7 +254,7 @@ int afs_itable_backing(struct afs_itable *t, uint32_t fsidx,
 
 /**
  * afs_backing_generation() - The backing inode's generation, read from its
- * file handle (FILEID_INO32_GEN), for entry replies.
+ * file handle (ext4's and xfs's layouts), for entry replies.
  * @fd: An O_PATH fd on the inode.
  *
  * Context: One name_to_handle_at() call.
