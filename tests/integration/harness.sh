@@ -71,6 +71,26 @@ exit 0
 child "$body_dead" || afs_fail "dead-daemon child: $(cat "$AFS_WORK/child.out" "$AFS_WORK/child.err")"
 left_behind "killed daemon"
 
+# afs_umount counts the daemon's exit status (how ASan/LSan verdicts reach
+# the test): a daemon that unmounts cleanly but exits 23, as LeakSanitizer
+# makes it, fails the test.
+cat >"$AFS_WORK/leaky" <<SH
+#!/bin/sh
+"$AHEADFS" "\$@" || exit
+echo "==1==ERROR: LeakSanitizer: detected memory leaks (simulated)" >&2
+exit 23
+SH
+chmod +x "$AFS_WORK/leaky"
+body_leak='
+afs_mount
+echo "work=$AFS_WORK loop="
+if (afs_umount) 2>/dev/null; then echo "afs_umount passed a daemon that exited 23"; exit 3; fi
+exit 0
+'
+AHEADFS=$AFS_WORK/leaky child "$body_leak" ||
+	afs_fail "exit status not counted: $(cat "$AFS_WORK/child.out" "$AFS_WORK/child.err")"
+left_behind "leaking daemon"
+
 # afs_must_fail: a command that succeeds, or dies of a signal, fails it.
 afs_mount
 if (afs_must_fail true) 2>/dev/null; then afs_fail "afs_must_fail passed a success"; fi
