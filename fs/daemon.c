@@ -95,6 +95,31 @@ static void raise_nofile(void)
 			strerror(errno));
 }
 
+void afs_open_add(struct afs_fs *fs, struct afs_open *h)
+{
+	pthread_mutex_lock(&fs->open_lock);
+	h->prev = &fs->open_list;
+	h->next = fs->open_list.next;
+	h->next->prev = h;
+	fs->open_list.next = h;
+	pthread_mutex_unlock(&fs->open_lock);
+}
+
+void afs_open_release(struct afs_fs *fs, struct afs_open *h)
+{
+	pthread_mutex_lock(&fs->open_lock);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->open_lock);
+	h->free(h);
+}
+
+void afs_open_release_all(struct afs_fs *fs)
+{
+	while (fs->open_list.next != &fs->open_list)
+		afs_open_release(fs, fs->open_list.next);
+}
+
 static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 {
 	struct stat st;
@@ -110,9 +135,15 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 	fs->default_permissions = !o->no_default_permissions;
 	fs->attr_timeout = o->attr_timeout;
 	fs->entry_timeout = afs_opts_entry_timeout(o);
-	rc = afs_itable_init(&fs->itable);
+	fs->open_list.next = fs->open_list.prev = &fs->open_list;
+	rc = -pthread_mutex_init(&fs->open_lock, NULL);
 	if (rc)
 		return rc;
+	rc = afs_itable_init(&fs->itable);
+	if (rc) {
+		pthread_mutex_destroy(&fs->open_lock);
+		return rc;
+	}
 	fd = open(o->source_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		rc = -errno;
@@ -128,6 +159,7 @@ out_close:
 	if (fd >= 0)
 		close(fd);
 	afs_itable_destroy(&fs->itable);
+	pthread_mutex_destroy(&fs->open_lock);
 	return rc;
 }
 
@@ -198,6 +230,7 @@ static int run(struct afs_opts *o)
 		afs_log(LOG_ERR, "cannot create the FUSE session");
 		goto out_fs;
 	}
+	fs.se = se;
 	if (fuse_set_signal_handlers(se)) {
 		afs_log(LOG_ERR, "cannot install signal handlers");
 		goto out_session;
@@ -227,7 +260,10 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_fs:
+	/* Files programs still held when we stopped get no release. */
+	afs_open_release_all(&fs);
 	afs_itable_destroy(&fs.itable);
+	pthread_mutex_destroy(&fs.open_lock);
 	return status;
 }
 

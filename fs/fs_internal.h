@@ -18,18 +18,42 @@
 
 #define AFS_MAX_WRITE (1U << 20) /* max_write, and so max_pages = 256 */
 
+/* Every open file and directory is on the session's list, so that what the
+ * kernel never released (the daemon stopped while programs held files open)
+ * is freed at exit. */
+struct afs_open {
+	struct afs_open *prev, *next; /* afs_fs.open_lock */
+	void (*free)(struct afs_open *h); /* close and free the handle */
+};
+
 struct afs_fs {
 	struct afs_itable itable;
+	struct fuse_session *se; /* for notifications */
+	pthread_mutex_t open_lock; /* a leaf lock */
+	struct afs_open open_list; /* list head */
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */
 	double attr_timeout, entry_timeout;
 };
 
-/* Open file: fi->fh is the backing fd itself (no per-open allocation). */
+/* Open file: fi->fh points to this.  The inode reference keeps the table
+ * entry (and what later hangs off it) alive while the file is open. */
+struct afs_file {
+	struct afs_open open; /* first: the list entry */
+	struct afs_itable *itable;
+	int fd; /* the backing file, opened as the caller */
+	struct afs_inode *inode; /* a reference, dropped at release */
+};
+
+static inline struct afs_file *afs_file_of(const struct fuse_file_info *fi)
+{
+	return (struct afs_file *)(uintptr_t)fi->fh;
+}
 
 /* Open directory: fi->fh points to this. */
 struct afs_dir {
+	struct afs_open open; /* first: the list entry */
 	DIR *dp;
 	struct dirent *entry; /* read but not yet replied */
 	off_t offset; /* telldir cookie of the next entry to reply */
@@ -47,6 +71,28 @@ static inline struct afs_fs *afs_req_fs(fuse_req_t req)
  * Context: Serving thread; takes the table lock.
  */
 struct afs_inode *afs_req_inode(fuse_req_t req, fuse_ino_t ino);
+
+/**
+ * afs_open_add() - Put @h on @fs's list of open handles.
+ *
+ * Context: Takes fs->open_lock.
+ */
+void afs_open_add(struct afs_fs *fs, struct afs_open *h);
+
+/**
+ * afs_open_release() - Take @h off the list and free it (release,
+ * releasedir, or an open whose reply the kernel refused).
+ *
+ * Context: Takes fs->open_lock; closes descriptors.
+ */
+void afs_open_release(struct afs_fs *fs, struct afs_open *h);
+
+/**
+ * afs_open_release_all() - Free every handle still open.
+ *
+ * Context: At exit, no request being served.
+ */
+void afs_open_release_all(struct afs_fs *fs);
 
 /* "/proc/self/fd/N": reopen or act on an O_PATH fd's inode itself. */
 #define AFS_PROCPATH_LEN 32

@@ -42,7 +42,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define AFS_INO_BITS 48
 #define AFS_INO_MASK ((1ULL << AFS_INO_BITS) - 1)
@@ -62,6 +64,16 @@ struct afs_inode {
 	uint64_t refs; /* protected by table lock */
 	struct afs_inode *next_id; /* by_id chain, table lock */
 	struct afs_inode *next_key; /* by_key chain, table lock */
+
+	/* What the kernel was last told of the backing file (attribute and
+	 * entry replies), so that an open can tell a change made behind the
+	 * mount (close-to-open consistency).  Guarded by attr_lock, a leaf
+	 * lock never held across a syscall. */
+	pthread_mutex_t attr_lock;
+	bool attr_known;
+	bool written; /* data changed through the mount since then */
+	off_t attr_size;
+	struct timespec attr_mtime, attr_ctime;
 };
 
 /* A backing filesystem under SOURCE (the list only grows). */
@@ -251,6 +263,32 @@ size_t afs_itable_buckets(struct afs_itable *t);
  */
 int afs_itable_backing(struct afs_itable *t, uint32_t fsidx,
 		       struct afs_backing_fs *out);
+
+/**
+ * afs_inode_note_attr() - The kernel is being told @st about @inode.
+ *
+ * Context: Takes inode->attr_lock.
+ */
+void afs_inode_note_attr(struct afs_inode *inode, const struct stat *st);
+
+/**
+ * afs_inode_note_write() - @inode's data or size changed through the mount
+ * (the kernel's cache already reflects it).
+ *
+ * Context: Takes inode->attr_lock.
+ */
+void afs_inode_note_write(struct afs_inode *inode);
+
+/**
+ * afs_inode_changed_behind() - Whether the backing file, now @st, changed
+ * since the kernel was last told about it, other than through the mount;
+ * records @st as what the kernel knows from now on.
+ *
+ * Context: Takes inode->attr_lock.
+ * Return: true if size, mtime or ctime differ from the last attributes
+ * replied and no write through the mount explains it.
+ */
+bool afs_inode_changed_behind(struct afs_inode *inode, const struct stat *st);
 
 /**
  * afs_backing_generation() - The backing inode's generation, read from its

@@ -20,6 +20,14 @@
 
 #include "fs/fs_internal.h"
 
+static void free_dir(struct afs_open *h)
+{
+	struct afs_dir *d = (struct afs_dir *)h;
+
+	closedir(d->dp);
+	free(d);
+}
+
 void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
@@ -53,15 +61,14 @@ void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = -errno;
 		goto out_free;
 	}
+	d->open.free = free_dir;
+	afs_open_add(fs, &d->open);
 	fi->fh = (uintptr_t)d;
 	fi->keep_cache = 1;
 	fi->cache_readdir = 0;
 	afs_itable_put(&fs->itable, i);
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		/* interrupted: the kernel will send no releasedir */
-		closedir(d->dp);
-		free(d);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		afs_open_release(fs, &d->open); /* interrupted: no releasedir */
 	return;
 
 out_free:
@@ -186,8 +193,7 @@ void afs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 {
 	struct afs_dir *d = (struct afs_dir *)(uintptr_t)fi->fh;
 
-	closedir(d->dp);
-	free(d);
+	afs_open_release(afs_req_fs(req), &d->open);
 	fuse_reply_err(req, 0);
 }
 

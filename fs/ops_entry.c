@@ -80,6 +80,7 @@ static void fill_entry(struct afs_fs *fs, struct afs_inode *i,
 	e->attr.st_ino = afs_shown_ino(i);
 	e->attr_timeout = fs->attr_timeout;
 	e->entry_timeout = fs->entry_timeout;
+	afs_inode_note_attr(i, st);
 }
 
 int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e)
@@ -246,6 +247,8 @@ void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!i)
 		return;
 	rc = afs_stat(i, &st);
+	if (!rc)
+		afs_inode_note_attr(i, &st);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -257,15 +260,16 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 		      struct fuse_file_info *fi)
 {
 	char proc[AFS_PROCPATH_LEN];
+	int fd = -1;
 
 	/* Only truncation carries an open file, and only regular files have
-	 * their fd in fh (a directory's is a struct afs_dir). */
-	if (fi && !S_ISREG(i->type))
-		fi = NULL;
+	 * a struct afs_file in fh (a directory's is a struct afs_dir). */
+	if (fi && S_ISREG(i->type))
+		fd = afs_file_of(fi)->fd;
 	afs_procpath(proc, i->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
-		if (fi ? fchmod(fi->fh, attr->st_mode)
-		       : chmod(proc, attr->st_mode))
+		if (fd >= 0 ? fchmod(fd, attr->st_mode)
+			    : chmod(proc, attr->st_mode))
 			return -errno;
 	}
 	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
@@ -279,8 +283,8 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 			return -errno;
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		if (fi ? ftruncate(fi->fh, attr->st_size)
-		       : truncate(proc, attr->st_size))
+		if (fd >= 0 ? ftruncate(fd, attr->st_size)
+			    : truncate(proc, attr->st_size))
 			return -errno;
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
@@ -295,8 +299,8 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		if (fi ? futimens(fi->fh, tv)
-		       : utimensat(AT_FDCWD, proc, tv, 0))
+		if (fd >= 0 ? futimens(fd, tv)
+			    : utimensat(AT_FDCWD, proc, tv, 0))
 			return -errno;
 	}
 	return 0;
@@ -320,6 +324,8 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (!rc)
 		rc = afs_stat(i, &st);
+	if (!rc)
+		afs_inode_note_attr(i, &st);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);

@@ -1,13 +1,18 @@
 /* ops_io.c - file data: open, create, read, write, flush, release, fsync,
  * fallocate, lseek, copy_file_range.
  *
- * An open file's fi->fh is the backing fd itself, opened through
+ * An open file (struct afs_file in fi->fh) is a backing fd, opened through
  * /proc/self/fd/N of the inode's O_PATH fd with the caller's flags (less
  * O_DIRECT: the kernel already gives the application direct I/O semantics
  * on the FUSE side, and the backing would refuse the unaligned buffers FUSE
- * requests arrive in) and with the caller's credentials.  Opens keep the
- * kernel's page cache (keep_cache): an open does not throw away what other
- * opens cached.
+ * requests arrive in) and with the caller's credentials, and a reference
+ * on the inode.  Opens keep the kernel's page cache (keep_cache): an open
+ * does not throw away what other opens cached -- unless the backing file
+ * changed behind the mount since the kernel last saw its attributes
+ * (size, mtime, ctime): then the open drops the kernel's attributes and
+ * pages (close-to-open consistency, as NFS gives).  Changes made through
+ * the mount (write, fallocate, copy_file_range, setattr) are noted so they
+ * do not count as such.
  *
  * Reads: one pread() into this thread's preallocated buffer and one
  * fuse_reply_buf().  libfuse's fuse_reply_data() from an fd buffer would,
@@ -111,24 +116,75 @@ static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 	return rc;
 }
 
+static void free_file(struct afs_open *h)
+{
+	struct afs_file *f = (struct afs_file *)h;
+
+	close(f->fd);
+	afs_itable_put(f->itable, f->inode);
+	free(f);
+}
+
+static void release_file(struct afs_fs *fs, struct afs_file *f)
+{
+	afs_open_release(fs, &f->open);
+}
+
+/* Hand @fd, opened on @inode (whose reference the file takes over), to
+ * the kernel as @fi; and with close-to-open consistency: if the backing file
+ * changed behind the mount since the kernel last heard of it, the kernel
+ * drops its attributes now and its cached pages as it opens. */
+static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
+		       struct fuse_file_info *fi)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_file *f = malloc(sizeof(*f));
+	struct stat st;
+
+	if (!f)
+		return -ENOMEM;
+	f->open.free = free_file;
+	f->itable = &fs->itable;
+	f->fd = fd;
+	f->inode = inode;
+	afs_open_add(fs, &f->open);
+	fi->fh = (uintptr_t)f;
+	fi->keep_cache = 1;
+	if (!fstat(fd, &st) && afs_inode_changed_behind(inode, &st)) {
+		/* Attributes only (offset < 0): dropping pages here could
+		 * need a WRITE of dirty mmap pages that this thread, still
+		 * inside the OPEN, might be the one to serve. */
+		if (fs->se)
+			fuse_lowlevel_notify_inval_inode(fs->se, inode->nodeid,
+							 -1, 0);
+		fi->keep_cache = 0;
+	}
+	return 0;
+}
+
 void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_inode *i = afs_req_inode(req, ino);
-	int fd;
+	int fd, rc;
 
 	if (!i)
 		return;
 	fd = open_inode(req, i, fi->flags);
-	afs_itable_put(&fs->itable, i);
 	if (fd < 0) {
+		afs_itable_put(&fs->itable, i);
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	fi->fh = fd;
-	fi->keep_cache = 1;
+	rc = finish_open(req, i, fd, fi);
+	if (rc) {
+		close(fd);
+		afs_itable_put(&fs->itable, i);
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		close(fd); /* interrupted: no release will come */
+		release_file(fs, afs_file_of(fi)); /* interrupted: no release */
 }
 
 void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -136,6 +192,7 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_inode *dir = afs_req_inode(req, parent);
+	struct afs_inode *i = NULL;
 	char proc[AFS_PROCPATH_LEN];
 	struct fuse_entry_param e;
 	struct afs_creds c;
@@ -167,13 +224,18 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	rc = afs_entry_from_fd(fs, pfd, &e);
 	if (rc)
 		goto out_close;
+	i = afs_itable_get(&fs->itable, e.ino); /* held by the lookup */
+	rc = finish_open(req, i, fd, fi);
+	if (rc) {
+		afs_itable_forget(&fs->itable, e.ino, 1);
+		afs_itable_put(&fs->itable, i);
+		goto out_close;
+	}
 	afs_itable_put(&fs->itable, dir);
-	fi->fh = fd;
-	fi->keep_cache = 1;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* interrupted: no forget or release will come */
 		afs_itable_forget(&fs->itable, e.ino, 1);
-		close(fd);
+		release_file(fs, afs_file_of(fi));
 	}
 	return;
 
@@ -195,7 +257,7 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	while (done < size) {
-		ssize_t n = pread(fi->fh, buf + done, size - done,
+		ssize_t n = pread(afs_file_of(fi)->fd, buf + done, size - done,
 				  off + (off_t)done);
 
 		if (n < 0) {
@@ -217,11 +279,13 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		      off_t off, struct fuse_file_info *fi)
 {
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
+	struct afs_file *f = afs_file_of(fi);
 	ssize_t n;
 
 	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	dst.buf[0].fd = (int)fi->fh;
+	dst.buf[0].fd = f->fd;
 	dst.buf[0].pos = off;
+	afs_inode_note_write(f->inode);
 	n = fuse_buf_copy(&dst, bufv, 0);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
@@ -233,7 +297,7 @@ void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	/* close() of a duplicate reports what the backing's close would
 	 * (NFS backings flush on close) without closing the handle. */
-	int fd = dup((int)fi->fh);
+	int fd = dup(afs_file_of(fi)->fd);
 
 	if (fd < 0 || close(fd) < 0)
 		fuse_reply_err(req, errno);
@@ -243,14 +307,15 @@ void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void afs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	close((int)fi->fh);
+	release_file(afs_req_fs(req), afs_file_of(fi));
 	fuse_reply_err(req, 0);
 }
 
 void afs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		  struct fuse_file_info *fi)
 {
-	int res = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
+	int fd = afs_file_of(fi)->fd;
+	int res = datasync ? fdatasync(fd) : fsync(fd);
 
 	fuse_reply_err(req, res ? errno : 0);
 }
@@ -258,7 +323,11 @@ void afs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		      off_t length, struct fuse_file_info *fi)
 {
-	int res = fallocate((int)fi->fh, mode, offset, length);
+	struct afs_file *f = afs_file_of(fi);
+	int res;
+
+	afs_inode_note_write(f->inode);
+	res = fallocate(f->fd, mode, offset, length);
 
 	fuse_reply_err(req, res ? errno : 0);
 }
@@ -266,7 +335,7 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 void afs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		  struct fuse_file_info *fi)
 {
-	off_t res = lseek((int)fi->fh, off, whence);
+	off_t res = lseek(afs_file_of(fi)->fd, off, whence);
 
 	if (res < 0)
 		fuse_reply_err(req, errno);
@@ -279,8 +348,12 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    off_t off_out, struct fuse_file_info *fi_out,
 			    size_t len, int flags)
 {
-	ssize_t n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh,
-				    &off_out, len, (unsigned)flags);
+	struct afs_file *out = afs_file_of(fi_out);
+	ssize_t n;
+
+	afs_inode_note_write(out->inode);
+	n = copy_file_range(afs_file_of(fi_in)->fd, &off_in, out->fd, &off_out,
+			    len, (unsigned)flags);
 
 	if (n < 0)
 		fuse_reply_err(req, errno);
