@@ -54,8 +54,8 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"attr_timeout", OPT_SECONDS, true, F(attr_timeout), 0, 86400,
 	 "seconds the kernel may cache attributes (default 1)"},
 	{"entry_timeout", OPT_SECONDS, true, F(entry_timeout), 0, 86400,
-	 "seconds the kernel may cache names (default 1; 0 with "
-	 "no_default_permissions)"},
+	 "seconds the kernel may cache names (default 1, or 0 with"
+	 " no_default_permissions)"},
 	{"default_permissions", OPT_SET, false, F(default_permissions), 0, 0,
 	 "the kernel checks permissions (default as root with allow_other)"},
 	{"no_default_permissions", OPT_SET, false, F(no_default_permissions), 0,
@@ -520,7 +520,22 @@ void afs_opts_help(FILE *out)
 			 s->value ? "=N" : "");
 		if (s->kind == OPT_MOUNT && s->value)
 			snprintf(head, sizeof(head), "%s=NAME", s->name);
-		fprintf(out, "    %-24s %s\n", head, s->help);
+		/* wrap long help lines under the text column */
+		const char *h = s->help;
+		int w = 80 - 4 - 25;
+
+		while ((int)strlen(h) > w) {
+			int cut = w;
+
+			while (cut > 0 && h[cut] != ' ')
+				cut--;
+			if (cut == 0)
+				break;
+			fprintf(out, "    %-24s %.*s\n", head, cut, h);
+			head[0] = '\0';
+			h += cut + 1;
+		}
+		fprintf(out, "    %-24s %s\n", head, h);
 	}
 	fprintf(out,
 		"\n"
