@@ -59,8 +59,38 @@ AFS_TEST_NAME=$(basename "$0" .sh)
 # bound, never a performance assertion.  Sanitizer builds start slowly.
 AFS_WAIT_S=${AFS_WAIT_S:-60}
 
+# Work dirs of tests that were killed (ctest's TIMEOUT kills the whole
+# process tree with SIGKILL, which no trap sees) are reaped by the next test
+# that starts: a dir whose owner (the pid in its "owner" file) is gone gets
+# its mounts lazily unmounted, its loop devices detached and is removed.
+_afs_reap_stale()
+{
+	local o d m pids
+	for o in "${TMPDIR:-/tmp}"/afs-*.*/owner; do
+		[ -f "$o" ] || continue
+		d=${o%/owner}
+		pids=$(cat "$o" 2>/dev/null) || continue
+		[ -n "$pids" ] && ! kill -0 "$pids" 2>/dev/null || continue
+		mkdir "$d/.reaping" 2>/dev/null || continue # one reaper per dir
+		echo "reaping $d (its test $pids was killed)" >&2
+		for m in $(awk -v w="$d/" 'index($5, w) == 1 { print $5 }' \
+			/proc/self/mountinfo | tac); do
+			umount -l "$m" 2>/dev/null
+		done
+		for m in $(losetup -n -O NAME,BACK-FILE 2>/dev/null |
+			awk -v w="$d/" 'index($2, w) == 1 { print $1 }'); do
+			losetup -d "$m" 2>/dev/null
+		done
+		awk -v w="$d/" 'index($5, w) == 1 { f = 1 } END { exit !f }' \
+			/proc/self/mountinfo || rm -rf --one-file-system "$d"
+	done
+	return 0
+}
+_afs_reap_stale
+
 AFS_WORK=$(mktemp -d "${TMPDIR:-/tmp}/afs-$AFS_TEST_NAME.XXXXXX")
 chmod 0755 "$AFS_WORK"
+echo $$ >"$AFS_WORK/owner"
 AFS_SRC=$AFS_WORK/src
 AFS_MNT=$AFS_WORK/mnt
 AFS_PID=
