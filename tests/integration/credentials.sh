@@ -27,6 +27,9 @@ chgrp afs-test-g2 "$S/g2only/viafuse" "$S/g2only/direct"
 chmod 0770 "$S/g2only/viafuse" "$S/g2only/direct"
 
 afs_mount -o allow_other
+# Root with allow_other: default_permissions is on unless refused.
+awk -v m="$AFS_MNT" '$5 == m' /proc/self/mountinfo | grep -q default_permissions ||
+	afs_fail "allow_other as root without default_permissions"
 bad=0
 fail_soft()
 {
@@ -164,6 +167,8 @@ echo hidden >"$S/rootonly/f" && chmod 0644 "$S/rootonly/f"
 afs_as_user cat "$S/rootonly/f" >/dev/null 2>&1 &&
 	afs_fail "setup: rootonly/f is readable on the backing"
 afs_mount -o allow_other,no_default_permissions
+! awk -v m="$AFS_MNT" '$5 == m' /proc/self/mountinfo | grep -q default_permissions ||
+	afs_fail "no_default_permissions: default_permissions still in force"
 for f in rootonly/f acl-deny secret; do
 	if out=$(afs_as_user cat "$AFS_MNT/$f" 2>/dev/null); then
 		fail_soft "no_default_permissions: the user reads $f ('$out'), the backing denies it"

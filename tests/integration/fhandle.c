@@ -3,10 +3,13 @@
  * Usage:
  *   afs_fhandle save PATH HANDLE_FILE
  *     name_to_handle_at(PATH) and store the handle in HANDLE_FILE.
- *   afs_fhandle open MOUNT_DIR HANDLE_FILE EXPECT_FILE
+ *   afs_fhandle open MOUNT_DIR HANDLE_FILE EXPECT_FILE [EXPECT_PARENT]
  *     open_by_handle_at(MOUNT_DIR's fd, handle, O_RDONLY) and compare what it
  *     reads with EXPECT_FILE (for a directory handle: compare the sorted
- *     entry names of the two directories).  Exit 0 when equal.
+ *     entry names of the two directories).  With EXPECT_PARENT (directory
+ *     handles), also open ".." from the opened directory -- a LOOKUP of ".."
+ *     in a directory the kernel may have just reconnected -- and compare its
+ *     entries with EXPECT_PARENT's.  Exit 0 when equal.
  *   afs_fhandle stale MOUNT_DIR HANDLE_FILE
  *     open_by_handle_at must fail with ESTALE (the object is gone).
  * open_by_handle_at needs CAP_DAC_READ_SEARCH (root).
@@ -113,7 +116,7 @@ int main(int argc, char **argv)
 		       h.fh.handle_type, h.fh.handle_bytes, mount_id);
 		return 0;
 	}
-	if ((argc == 5 && !strcmp(argv[1], "open")) ||
+	if (((argc == 5 || argc == 6) && !strcmp(argv[1], "open")) ||
 	    (argc == 4 && !strcmp(argv[1], "stale"))) {
 		mfd = open(argv[2], O_RDONLY | O_DIRECTORY);
 		if (mfd < 0)
@@ -140,8 +143,30 @@ int main(int argc, char **argv)
 		struct stat st;
 		fstat(fd, &st);
 		if (S_ISDIR(st.st_mode)) {
+			int pfd = argc == 6 ? openat(fd, "..",
+						     O_RDONLY | O_DIRECTORY)
+					    : -1;
+			int epfd = argc == 6 ? open(argv[5],
+						    O_RDONLY | O_DIRECTORY)
+					     : -1;
 			char *a = dir_names(fd), *b = dir_names(efd);
 			int same = a && b && !strcmp(a, b);
+
+			if (argc == 6) {
+				char *pa = pfd >= 0 ? dir_names(pfd) : NULL;
+				char *pb = epfd >= 0 ? dir_names(epfd) : NULL;
+
+				if (!pa || !pb || strcmp(pa, pb)) {
+					fprintf(stderr,
+						"afs_fhandle: '..' of the "
+						"handle's directory differs "
+						"from %s\n",
+						argv[5]);
+					same = 0;
+				}
+				free(pa);
+				free(pb);
+			}
 
 			if (!same)
 				fprintf(stderr,
@@ -170,7 +195,8 @@ int main(int argc, char **argv)
 		return !same;
 	}
 	fprintf(stderr, "usage: afs_fhandle save PATH HANDLE_FILE | open "
-			"MOUNT_DIR HANDLE_FILE EXPECT_FILE | stale MOUNT_DIR "
+			"MOUNT_DIR HANDLE_FILE EXPECT_FILE [EXPECT_PARENT] | "
+			"stale MOUNT_DIR "
 			"HANDLE_FILE\n");
 	return 2;
 }

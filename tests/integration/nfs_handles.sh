@@ -25,12 +25,16 @@ drop_caches()
 
 "$H" save "$AFS_MNT/dir/deeper/file" "$AFS_WORK/file.h"
 "$H" save "$AFS_MNT/dir" "$AFS_WORK/dir.h"
+"$H" save "$AFS_MNT/dir/deeper" "$AFS_WORK/deeper.h"
 "$H" save "$AFS_MNT/doomed" "$AFS_WORK/doomed.h"
 drop_caches
 "$H" open "$AFS_MNT" "$AFS_WORK/file.h" "$AFS_SRC/dir/deeper/file" ||
 	afs_fail "file handle not valid after drop_caches"
-"$H" open "$AFS_MNT" "$AFS_WORK/dir.h" "$AFS_SRC/dir" ||
-	afs_fail "directory handle not valid after drop_caches"
+"$H" open "$AFS_MNT" "$AFS_WORK/dir.h" "$AFS_SRC/dir" "$AFS_SRC" ||
+	afs_fail "directory handle (or its '..') not valid after drop_caches"
+drop_caches
+"$H" open "$AFS_MNT" "$AFS_WORK/deeper.h" "$AFS_SRC/dir/deeper" "$AFS_SRC/dir" ||
+	afs_fail "dir/deeper handle (or its '..') not valid after drop_caches"
 
 # Renamed (through the mount) and forgotten again: still the same file.
 mv "$AFS_MNT/dir/deeper/file" "$AFS_MNT/dir/renamed"
