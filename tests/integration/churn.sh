@@ -14,7 +14,7 @@ seed=${AFS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 echo "churn: seed $seed"
 mkdir "$AFS_SRC/a" "$AFS_SRC/b"
 afs_mount
-base_fds=$(ls "/proc/$AFS_PID/fd" | wc -l)
+base_fds=$(afs_daemon_fds)
 
 python3 - "$AFS_MNT" "$seed" <<'PY'
 import errno, os, random, sys, multiprocessing as mp
@@ -91,15 +91,5 @@ paste -d' ' <(cd "$AFS_SRC" && find . -printf '%i %P\n' | sort -k2 | cut -d' ' -
 	[ "$(cut -d' ' -f2 "$AFS_WORK/pairs" | sort -u | wc -l)" -eq "$(wc -l <"$AFS_WORK/pairs")" ] ||
 	afs_fail "inode numbers through the mount do not match the backing's one to one"
 
-n=0
-while :; do
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
-	fds=$(ls "/proc/$AFS_PID/fd" | wc -l)
-	[ "$fds" -gt $((base_fds + 32)) ] || break
-	[ "$n" -lt "$AFS_WAIT_S" ] ||
-		afs_fail "daemon holds $fds fds (began with $base_fds) after the kernel forgot everything"
-	sleep 1
-	n=$((n + 1))
-done
+afs_wait_fds_back "$base_fds" "the kernel forgot everything"
 afs_umount

@@ -27,7 +27,7 @@ ln "$S/top" "$S/top.hardlink"
 	echo "note: tmpfs inode numbers do not collide here; uniqueness still checked"
 
 afs_mount
-base_fds=$(ls "/proc/$AFS_PID/fd" | wc -l)
+base_fds=$(afs_daemon_fds)
 # Map each backing object (dev:ino) and each mount object (dev:ino) by
 # path; the relation must be one-to-one.
 (cd "$S" && find . -printf '%D:%i %p\n' | sort -k2) >"$AFS_WORK/backing.ids"
@@ -94,18 +94,8 @@ cmp "$AFS_WORK/backing.tar" "$AFS_WORK/mount.tar" ||
 
 # The daemon holds an fd per inode the kernel knows; when the kernel forgets
 # them (drop_caches sends FORGETs), the fds go: nothing leaks.
-held=$(ls "/proc/$AFS_PID/fd" | wc -l)
+held=$(afs_daemon_fds)
 [ "$held" -gt 3000 ] || echo "note: daemon holds $held fds after the walk"
-n=0
-while :; do
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
-	fds=$(ls "/proc/$AFS_PID/fd" | wc -l)
-	[ "$fds" -gt $((base_fds + 32)) ] || break
-	[ "$n" -lt "$AFS_WAIT_S" ] ||
-		afs_fail "daemon still holds $fds fds (started with $base_fds, $held during the walk) after the kernel forgot the inodes"
-	sleep 1
-	n=$((n + 1))
-done
-echo "daemon fds: $base_fds at mount, $held during the walk, $fds after forget"
+afs_wait_fds_back "$base_fds" "the kernel forgot the walked tree"
+echo "daemon held $held fds during the walk"
 afs_umount

@@ -38,6 +38,13 @@
 #                            and AFS_UBIN: a copy of the afs_* helpers that
 #                            the user can run wherever the build dir lives
 #   afs_as_user CMD...       run CMD as that user with its groups
+#   afs_drop_caches          sync, then drop the page cache and the dentries
+#                            and inodes: the kernel FORGETs what it can
+#   afs_daemon_fds           number of fds the daemon ($AFS_PID) holds
+#   afs_wait_fds_back BASE WHAT  drop caches until the daemon holds at most
+#                            BASE + 32 fds (it released every inode the
+#                            kernel forgot); fails after AFS_WAIT_S seconds
+#                            with WHAT in the message
 #   afs_is_mounted PATH      PATH is a mount point (read from mountinfo,
 #                            without touching the file system behind it)
 #   afs_fail MSG...          print "FAIL: MSG" and exit 1
@@ -259,6 +266,34 @@ afs_must_fail()
 	if ! afs_is_mounted "$AFS_MNT"; then
 		afs_fail "$AFS_MNT no longer mounted after: $*"
 	fi
+}
+
+afs_drop_caches()
+{
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	echo 2 >/proc/sys/vm/drop_caches
+}
+
+afs_daemon_fds()
+{
+	local fds=("/proc/$AFS_PID/fd"/*)
+	echo "${#fds[@]}"
+}
+
+afs_wait_fds_back()
+{
+	local base=$1 what=$2 n=0 fds
+	while :; do
+		afs_drop_caches
+		fds=$(afs_daemon_fds)
+		[ "$fds" -gt $((base + 32)) ] || break
+		[ "$n" -lt "$AFS_WAIT_S" ] ||
+			afs_fail "daemon holds $fds fds (began with $base) after $what"
+		sleep 1
+		n=$((n + 1))
+	done
+	echo "daemon fds: $base at the start, $fds after $what"
 }
 
 afs_loop_ext4()

@@ -11,7 +11,7 @@ afs_require_root
 mkdir "$AFS_SRC/d"
 for i in $(seq 0 999); do echo "$i" >"$AFS_SRC/d/$i"; done
 afs_mount -o entry_timeout=0,attr_timeout=0
-base_fds=$(ls "/proc/$AFS_PID/fd" | wc -l)
+base_fds=$(afs_daemon_fds)
 
 python3 - "$AFS_MNT/d" <<'PY'
 import os, sys
@@ -24,19 +24,9 @@ for r in range(100):
             sys.exit("inode number of %s changed between lookups" % p)
 print("100000 lookups, inode numbers stable")
 PY
-held=$(ls "/proc/$AFS_PID/fd" | wc -l)
-n=0
-while :; do
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
-	fds=$(ls "/proc/$AFS_PID/fd" | wc -l)
-	[ "$fds" -gt $((base_fds + 32)) ] || break
-	[ "$n" -lt "$AFS_WAIT_S" ] ||
-		afs_fail "daemon holds $fds fds (began with $base_fds) after the kernel forgot 100,000 lookups"
-	sleep 1
-	n=$((n + 1))
-done
-echo "daemon fds: $base_fds at mount, $held after the lookups, $fds after forget"
+held=$(afs_daemon_fds)
+afs_wait_fds_back "$base_fds" "the kernel forgot 100,000 lookups"
+echo "daemon held $held fds after the lookups"
 for i in 0 500 999; do
 	[ "$(cat "$AFS_MNT/d/$i")" = "$i" ] || afs_fail "d/$i unreadable after the forgets"
 done
