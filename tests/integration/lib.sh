@@ -56,6 +56,22 @@
 # The daemon is started with SIGINT and SIGQUIT at their default action: a
 # non-interactive shell starts background jobs with them ignored, and a
 # daemon (libfuse) keeps an ignored signal ignored.
+#
+# Knobs (environment): TMPDIR (where work dirs and loop images live; must
+# allow O_DIRECT for afs_loop_ext4), AFS_WAIT_S (liveness bound, default 60),
+# AFS_KEEP_WORK=1 (keep the work dir for a post-mortem), AFS_MKFS_OPTS (extra
+# mkfs.ext4 options), AFS_SEED (integrity/churn replay).
+#
+# A test on a real ext4 volume, e.g. for a benchmark or a cache test:
+#   . "$(dirname "$0")/lib.sh"
+#   afs_require_fuse
+#   afs_mount_ext4 1024 -o allow_other  # 1 GiB volume, aheadfs over $AFS_SRC
+#   head -c 512M /dev/urandom >"$AFS_SRC/big"; afs_drop_caches
+#   ... read "$AFS_MNT/big" ...
+#   afs_umount                           # the trap detaches the loop device
+# By hand, from the build dir:
+#   AHEADFS=fs/aheadfs AFS_TESTBIN=tests/integration \
+#       bash ../tests/integration/locks.sh
 
 set -euo pipefail
 
