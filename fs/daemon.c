@@ -224,21 +224,30 @@ static int run(struct afs_opts *o)
 		afs_log(LOG_ERR, "out of memory");
 		goto out_fs;
 	}
+	/* libfuse's own complaints become part of our one line */
+	afs_log_capture_fuse(true);
 	se = fuse_session_new(&args, &afs_ops, sizeof(afs_ops), &fs);
 	fuse_opt_free_args(&args);
 	if (!se) {
-		afs_log(LOG_ERR, "cannot create the FUSE session");
+		afs_log(LOG_ERR, "cannot create the FUSE session: %s",
+			afs_log_captured());
+		afs_log_capture_fuse(false);
 		goto out_fs;
 	}
 	fs.se = se;
 	if (fuse_set_signal_handlers(se)) {
-		afs_log(LOG_ERR, "cannot install signal handlers");
+		afs_log(LOG_ERR, "cannot install signal handlers: %s",
+			afs_log_captured());
+		afs_log_capture_fuse(false);
 		goto out_session;
 	}
 	if (fuse_session_mount(se, o->mountpoint_real)) {
-		afs_log(LOG_ERR, "cannot mount on '%s'", o->mountpoint);
+		afs_log(LOG_ERR, "cannot mount on '%s': %s", o->mountpoint,
+			afs_log_captured());
+		afs_log_capture_fuse(false);
 		goto out_signals;
 	}
+	afs_log_capture_fuse(false);
 	apply_mount_attrs(o);
 	if (!o->foreground)
 		afs_log_to_syslog();

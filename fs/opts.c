@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 enum afs_opt_kind {
@@ -142,6 +143,7 @@ void afs_opts_init(struct afs_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->fuse_dev = "/dev/fuse";
+	o->fuse_rdev = makedev(10, 229); /* misc char device "fuse" */
 	o->clone_fd = true;
 	o->max_threads = 10;
 	o->max_idle_threads = 10;
@@ -401,6 +403,7 @@ static int check_dir(const char *what, const char *path, char **real, char *err,
 
 int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 {
+	struct stat st;
 	size_t slen;
 	int rc, fd;
 
@@ -438,7 +441,15 @@ int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 		return fail(err, errlen, -errno, "cannot open %s: %s",
 			    o->fuse_dev, strerror(errno));
 	}
+	rc = fstat(fd, &st) ? -errno : 0;
 	close(fd);
+	if (rc)
+		return fail(err, errlen, rc, "cannot stat %s: %s", o->fuse_dev,
+			    strerror(-rc));
+	if (!S_ISCHR(st.st_mode) || st.st_rdev != o->fuse_rdev)
+		return fail(err, errlen, -ENODEV,
+			    "%s is not the FUSE device (char 10,229)",
+			    o->fuse_dev);
 	return 0;
 }
 

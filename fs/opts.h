@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct fuse_args;
 
@@ -31,6 +32,7 @@ struct afs_opts {
 	char *source_real; /* realpath(), set by afs_opts_check() */
 	char *mountpoint_real; /* realpath(), set by afs_opts_check() */
 	const char *fuse_dev; /* "/dev/fuse"; tests point it elsewhere */
+	dev_t fuse_rdev; /* the device it must be (10,229) */
 
 	bool show_help, show_version;
 	bool foreground; /* -f (also -d) */
@@ -91,7 +93,7 @@ int afs_opts_parse(struct afs_opts *o, int argc, char **argv, char *err,
  * Return: 0; -ENOENT / -ENOTDIR for a missing or non-directory SOURCE or
  * MOUNTPOINT, -EBUSY for a MOUNTPOINT that is already a mount, -ELOOP for a
  * MOUNTPOINT inside SOURCE, -ENODEV (or the open error) for no usable
- * /dev/fuse, -ENOMEM.
+ * /dev/fuse (missing, or not the FUSE character device), -ENOMEM.
  */
 int afs_opts_check(struct afs_opts *o, char *err, size_t errlen);
 
