@@ -89,8 +89,6 @@ struct afs_fcache {
 };
 
 struct afs_handle {
-	struct afs_handle *prev, *next; /* the daemon's open handles, under
-					 * afs_fs.handles_lock */
 	int fd; /* backing fd, the caller's open flags */
 	bool direct_io; /* opened with direct_io (read_mode=direct) */
 	struct afs_fcache *fc; /* a reference; NULL for non-regular files */

@@ -3,12 +3,13 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static gid_t daemon_groups[AFS_CREDS_MAX_GROUPS];
+static gid_t *daemon_groups; /* for the process's life */
 static int daemon_ngroups;
 static uid_t daemon_uid;
 static gid_t daemon_gid;
@@ -16,10 +17,21 @@ static __thread bool thread_fs_unshared;
 
 int afs_creds_init(void)
 {
-	int n = getgroups(AFS_CREDS_MAX_GROUPS, daemon_groups);
+	int n = getgroups(0, NULL);
+	gid_t *list;
 
 	if (n < 0)
 		return -errno;
+	list = calloc((size_t)n + 1, sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	n = getgroups(n, list);
+	if (n < 0) {
+		free(list);
+		return -errno;
+	}
+	free(daemon_groups);
+	daemon_groups = list;
 	daemon_ngroups = n;
 	daemon_uid = geteuid();
 	daemon_gid = getegid();

@@ -27,6 +27,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+/* Groups read without allocating; callers with more are read into a
+ * buffer of their size. */
 #define AFS_CREDS_MAX_GROUPS 64
 
 struct afs_creds {
@@ -39,7 +41,7 @@ struct afs_creds {
  * afs_creds_init() - Remember the daemon's own groups, to restore them.
  *
  * Context: Once, before serving threads start.
- * Return: 0 or -errno from getgroups().
+ * Return: 0, -ENOMEM, or -errno from getgroups().
  */
 int afs_creds_init(void);
 

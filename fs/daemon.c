@@ -97,6 +97,31 @@ static void raise_nofile(void)
 			strerror(errno));
 }
 
+void afs_open_add(struct afs_fs *fs, struct afs_open *h)
+{
+	pthread_mutex_lock(&fs->open_lock);
+	h->prev = &fs->open_list;
+	h->next = fs->open_list.next;
+	h->next->prev = h;
+	fs->open_list.next = h;
+	pthread_mutex_unlock(&fs->open_lock);
+}
+
+void afs_open_release(struct afs_fs *fs, struct afs_open *h)
+{
+	pthread_mutex_lock(&fs->open_lock);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->open_lock);
+	h->free(h);
+}
+
+void afs_open_release_all(struct afs_fs *fs)
+{
+	while (fs->open_list.next != &fs->open_list)
+		afs_open_release(fs, fs->open_list.next);
+}
+
 static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 {
 	struct stat st;
@@ -104,7 +129,6 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 	int fd, rc;
 
 	memset(fs, 0, sizeof(*fs));
-	pthread_mutex_init(&fs->handles_lock, NULL);
 	fs->opts = o;
 	fs->as_root = geteuid() == 0;
 	/* The kernel checks permissions (and POSIX ACLs) unless refused;
@@ -112,10 +136,16 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 	 * option (afs_opts_fuse_args()). */
 	fs->default_permissions = !o->no_default_permissions;
 	fs->attr_timeout = o->attr_timeout;
-	fs->entry_timeout = o->entry_timeout;
-	rc = afs_itable_init(&fs->itable);
+	fs->entry_timeout = afs_opts_entry_timeout(o);
+	fs->open_list.next = fs->open_list.prev = &fs->open_list;
+	rc = -pthread_mutex_init(&fs->open_lock, NULL);
 	if (rc)
 		return rc;
+	rc = afs_itable_init(&fs->itable);
+	if (rc) {
+		pthread_mutex_destroy(&fs->open_lock);
+		return rc;
+	}
 	fd = open(o->source_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		rc = -errno;
@@ -131,6 +161,7 @@ out_close:
 	if (fd >= 0)
 		close(fd);
 	afs_itable_destroy(&fs->itable);
+	pthread_mutex_destroy(&fs->open_lock);
 	return rc;
 }
 
@@ -279,20 +310,30 @@ static int run(struct afs_opts *o)
 		afs_log(LOG_ERR, "out of memory");
 		goto out_fs;
 	}
+	/* libfuse's own complaints become part of our one line */
+	afs_log_capture_fuse(true);
 	se = fuse_session_new(&args, &afs_ops, sizeof(afs_ops), &fs);
 	fuse_opt_free_args(&args);
 	if (!se) {
-		afs_log(LOG_ERR, "cannot create the FUSE session");
+		afs_log(LOG_ERR, "cannot create the FUSE session: %s",
+			afs_log_captured());
+		afs_log_capture_fuse(false);
 		goto out_fs;
 	}
+	fs.se = se;
 	if (fuse_set_signal_handlers(se)) {
-		afs_log(LOG_ERR, "cannot install signal handlers");
+		afs_log(LOG_ERR, "cannot install signal handlers: %s",
+			afs_log_captured());
+		afs_log_capture_fuse(false);
 		goto out_session;
 	}
 	if (fuse_session_mount(se, o->mountpoint_real)) {
-		afs_log(LOG_ERR, "cannot mount on '%s'", o->mountpoint);
+		afs_log(LOG_ERR, "cannot mount on '%s': %s", o->mountpoint,
+			afs_log_captured());
+		afs_log_capture_fuse(false);
 		goto out_signals;
 	}
+	afs_log_capture_fuse(false);
 	apply_mount_attrs(o);
 	tune_bdi(o);
 	if (!o->foreground)
@@ -325,12 +366,13 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_fs:
-	/* Files still open at unmount, then the entries, release their
-	 * files' cache state before the cache goes. */
-	afs_handles_release_all(&fs);
+	/* Files programs still held when we stopped get no RELEASE; they,
+	 * then the inode entries, release their files' cache state before
+	 * the cache goes. */
+	afs_open_release_all(&fs);
 	afs_itable_destroy(&fs.itable);
 	afs_ahead_destroy(fs.ahead);
-	pthread_mutex_destroy(&fs.handles_lock);
+	pthread_mutex_destroy(&fs.open_lock);
 	return status;
 }
 

@@ -18,13 +18,14 @@
  *   log.{c,h}     stderr in the foreground, syslog in the background
  *
  * Concurrency: requests are served by libfuse worker threads (several at
- * once, also on one inode and one open file).  Shared state is the inode
- * table (its own mutex, see inode.h) and read-only configuration; open file
- * and directory handles carry no shared mutable state except a directory
- * stream, which the kernel serialises per open directory.  Each worker
- * thread owns a read buffer (no allocation per read) and its fs_struct
- * (umask, see creds.h).  No lock is held across a backing system call that
- * can block for long or across a FUSE reply.
+ * once, also on one inode and one open file).  Shared mutable state: the
+ * inode table (its own mutex, see inode.h), each inode's attribute snapshot
+ * (a per-inode leaf lock), and the list of open handles (a leaf lock, in
+ * struct afs_fs); configuration is read-only.  A directory stream is used
+ * by one request at a time (the kernel serialises readdir per open
+ * directory).  Each worker thread owns a read buffer (no allocation per
+ * read) and its fs_struct (umask, see creds.h).  No lock is held across a
+ * backing system call that can block for long or across a FUSE reply.
  */
 #ifndef AFS_FS_H
 #define AFS_FS_H

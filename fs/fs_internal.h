@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "fs/ahead.h"
 #include "fs/creds.h"
 #include "fs/inode.h"
 #include "fs/opts.h"
@@ -22,36 +23,50 @@
 
 struct afs_ahead;
 
+/* Every open file and directory is on the session's list, so that what the
+ * kernel never released (the daemon stopped while programs held files open)
+ * is freed at exit. */
+struct afs_open {
+	struct afs_open *prev, *next; /* afs_fs.open_lock */
+	void (*free)(struct afs_open *h); /* close and free the handle */
+};
+
 struct afs_fs {
 	struct afs_itable itable;
 	struct afs_ahead *ahead; /* the cache and readahead (ahead.h) */
-	/* Open regular-file handles: files still open when the mount goes
-	 * get no RELEASE, and are freed by afs_handles_release_all(). */
-	pthread_mutex_t handles_lock;
-	struct afs_handle *handles;
+	struct fuse_session *se; /* for notifications */
+	pthread_mutex_t open_lock; /* a leaf lock */
+	struct afs_open open_list; /* list head */
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */
 	double attr_timeout, entry_timeout;
 };
 
-/* Open regular file: fi->fh points to a struct afs_handle (ahead.h). */
+/* Open regular file: fi->fh points to this.  The inode reference keeps the
+ * table entry (and the file's cache state hanging off it) alive while the
+ * file is open. */
+struct afs_file {
+	struct afs_open open; /* first: the list entry */
+	struct afs_itable *itable;
+	struct afs_inode *inode; /* a reference, dropped at release */
+	struct afs_handle h; /* backing fd, readahead state, cache (ahead.h) */
+};
 
-/**
- * afs_handles_release_all() - Free the handles of files still open when the
- * session ended (no RELEASE comes for them).
- * Context: After the session loop returned; no request in flight.
- */
-void afs_handles_release_all(struct afs_fs *fs);
+static inline struct afs_file *afs_file_of(const struct fuse_file_info *fi)
+{
+	return (struct afs_file *)(uintptr_t)fi->fh;
+}
 
-/**
- * afs_fi_fd() - The backing fd of an open regular file.
- * Context: Any; @fi of an open regular file.
- */
-int afs_fi_fd(const struct fuse_file_info *fi);
+/* The backing fd of an open regular file. */
+static inline int afs_fi_fd(const struct fuse_file_info *fi)
+{
+	return afs_file_of(fi)->h.fd;
+}
 
 /* Open directory: fi->fh points to this. */
 struct afs_dir {
+	struct afs_open open; /* first: the list entry */
 	DIR *dp;
 	struct dirent *entry; /* read but not yet replied */
 	off_t offset; /* telldir cookie of the next entry to reply */
@@ -69,6 +84,28 @@ static inline struct afs_fs *afs_req_fs(fuse_req_t req)
  * Context: Serving thread; takes the table lock.
  */
 struct afs_inode *afs_req_inode(fuse_req_t req, fuse_ino_t ino);
+
+/**
+ * afs_open_add() - Put @h on @fs's list of open handles.
+ *
+ * Context: Takes fs->open_lock.
+ */
+void afs_open_add(struct afs_fs *fs, struct afs_open *h);
+
+/**
+ * afs_open_release() - Take @h off the list and free it (release,
+ * releasedir, or an open whose reply the kernel refused).
+ *
+ * Context: Takes fs->open_lock; closes descriptors.
+ */
+void afs_open_release(struct afs_fs *fs, struct afs_open *h);
+
+/**
+ * afs_open_release_all() - Free every handle still open.
+ *
+ * Context: At exit, no request being served.
+ */
+void afs_open_release_all(struct afs_fs *fs);
 
 /* "/proc/self/fd/N": reopen or act on an O_PATH fd's inode itself. */
 #define AFS_PROCPATH_LEN 32
@@ -95,11 +132,15 @@ int afs_stat(const struct afs_inode *inode, struct stat *st);
  * afs_lookup_entry() - Look up @name in @dir and fill @e, counting one
  * kernel lookup on the result.  "." is @dir itself; ".." at the root is the
  * root (the path never leaves SOURCE).  Symlinks are not followed.
+ * @caller: The request to look up for; with no_default_permissions the
+ *          name is opened with its credentials (search permission on @dir
+ *          is then checked by the backing).  NULL: as the daemon.
  *
  * Context: Serving thread; backing syscalls; takes the table lock.
  * Return: 0 or the backing's -errno.
  */
-int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
+int afs_lookup_entry(struct afs_fs *fs, fuse_req_t caller,
+		     struct afs_inode *dir, const char *name,
 		     struct fuse_entry_param *e);
 
 /**

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -20,7 +21,51 @@
 #define AFS_MIN_BUCKETS 64
 #define EXT4_MAGIC 0xEF53
 #define XFS_MAGIC 0x58465342
-#define FILEID_INO32_GEN 1
+#define FILEID_INO32_GEN 1 /* {u32 ino, u32 gen}: ext4, small xfs */
+#define XFS_FILEID_INO64_GEN 0x81 /* {u64 ino, u32 gen}, packed: xfs */
+
+/* (ino, generation) from a handle of one of the two layouts above. */
+static bool handle_parse(const struct file_handle *fh, uint64_t *ino,
+			 uint32_t *gen)
+{
+	const unsigned char *b = fh->f_handle;
+	uint32_t i32;
+
+	if (fh->handle_type == FILEID_INO32_GEN && fh->handle_bytes == 8) {
+		memcpy(&i32, b, 4);
+		memcpy(gen, b + 4, 4);
+		*ino = i32;
+		return true;
+	}
+	if (fh->handle_type == XFS_FILEID_INO64_GEN && fh->handle_bytes == 12) {
+		memcpy(ino, b, 8);
+		memcpy(gen, b + 8, 4);
+		return true;
+	}
+	return false;
+}
+
+/* The inverse; false if @ino does not fit @type. */
+static bool handle_build(struct file_handle *fh, int type, uint64_t ino,
+			 uint32_t gen)
+{
+	unsigned char *b = fh->f_handle;
+	uint32_t i32 = (uint32_t)ino;
+
+	fh->handle_type = type;
+	if (type == FILEID_INO32_GEN) {
+		if (ino > UINT32_MAX)
+			return false;
+		fh->handle_bytes = 8;
+		memcpy(b, &i32, 4);
+		memcpy(b + 4, &gen, 4);
+		return true;
+	}
+	fh->handle_bytes = 12;
+	memcpy(b, &ino, 8);
+	memcpy(b + 8, &gen, 4);
+	return true;
+}
 
 uint64_t afs_nodeid_encode(uint32_t fsidx, uint64_t ino)
 {
@@ -113,6 +158,7 @@ void afs_itable_destroy(struct afs_itable *t)
 				t->release_fc(i->fc);
 			if (i->fd >= 0)
 				close(i->fd);
+			pthread_mutex_destroy(&i->attr_lock);
 			free(i);
 		}
 	}
@@ -212,6 +258,7 @@ static void unlink_free_locked(struct afs_itable *t, struct afs_inode *i)
 		t->release_fc(i->fc);
 	if (i->fd >= 0)
 		close(i->fd);
+	pthread_mutex_destroy(&i->attr_lock);
 	free(i);
 	if (t->nbuckets > AFS_MIN_BUCKETS && t->count < t->nbuckets / 8)
 		resize_locked(t, t->nbuckets / 2);
@@ -223,40 +270,86 @@ static void maybe_free_locked(struct afs_itable *t, struct afs_inode *i)
 		unlink_free_locked(t, i);
 }
 
-/* Whether handles on this filesystem are (ino32, generation) pairs we can
- * rebuild from the inode number alone. */
-static bool probe_by_handle(int fd)
+/*
+ * XFS checks the generation of a handle, so a handle rebuilt from the inode
+ * number needs the inode's current generation: XFS_IOC_BULKSTAT (v5, Linux
+ * 5.4+, CAP_SYS_ADMIN) reports it from the inode number alone.  Only the
+ * request header's layout and two fields of the first record are used
+ * (bs_ino at offset 0, bs_gen at 64: the record starts with eight 64-bit
+ * fields), so the records' full size need not be known here.
+ */
+struct xfs_bulk_ireq_hdr {
+	uint64_t ino;
+	uint32_t flags;
+	uint32_t icount;
+	uint32_t ocount;
+	uint32_t agno;
+	uint64_t reserved[5];
+};
+#define XFS_IOC_BULKSTAT_V5 _IOR('X', 127, struct xfs_bulk_ireq_hdr)
+
+static int xfs_generation(int mount_fd, uint64_t ino, uint32_t *gen)
+{
+	union {
+		struct xfs_bulk_ireq_hdr hdr;
+		unsigned char bytes[sizeof(struct xfs_bulk_ireq_hdr) + 1024];
+	} req;
+	const unsigned char *rec = req.bytes + sizeof(req.hdr);
+	uint64_t got;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.ino = ino; /* first inode at or after this number */
+	req.hdr.icount = 1;
+	if (ioctl(mount_fd, XFS_IOC_BULKSTAT_V5, &req) < 0)
+		return -errno;
+	memcpy(&got, rec, sizeof(got));
+	if (req.hdr.ocount != 1 || got != ino)
+		return -ESTALE; /* no such inode (any more) */
+	memcpy(gen, rec + 64, sizeof(*gen));
+	return 0;
+}
+
+/* The handle type (FILEID_INO32_GEN or XFS_FILEID_INO64_GEN) when handles on
+ * this filesystem can be rebuilt from the inode number alone, else 0;
+ * *@gen_lookup if the generation must be looked up for that (XFS). */
+static int probe_handle_type(int fd, bool *gen_lookup)
 {
 	struct statfs sfs;
 	struct {
 		struct file_handle fh;
 		unsigned char bytes[MAX_HANDLE_SZ];
 	} h;
+	uint64_t ino;
+	uint32_t gen;
 	int mnt_id;
 
 	if (fstatfs(fd, &sfs) < 0)
-		return false;
+		return 0;
 	if (sfs.f_type != EXT4_MAGIC && sfs.f_type != XFS_MAGIC)
-		return false;
+		return 0;
+	*gen_lookup = sfs.f_type == XFS_MAGIC;
 	h.fh.handle_bytes = MAX_HANDLE_SZ;
-	if (name_to_handle_at(fd, "", &h.fh, &mnt_id, AT_EMPTY_PATH) < 0)
-		return false;
-	return h.fh.handle_type == FILEID_INO32_GEN && h.fh.handle_bytes == 8;
+	if (name_to_handle_at(fd, "", &h.fh, &mnt_id, AT_EMPTY_PATH) < 0 ||
+	    !handle_parse(&h.fh, &ino, &gen))
+		return 0;
+	return h.fh.handle_type;
 }
 
 uint32_t afs_backing_generation(int fd)
 {
 	struct {
 		struct file_handle fh;
-		uint32_t words[MAX_HANDLE_SZ / 4];
+		unsigned char bytes[MAX_HANDLE_SZ];
 	} h;
+	uint32_t gen;
+	uint64_t ino;
 	int mnt_id;
 
 	h.fh.handle_bytes = MAX_HANDLE_SZ;
 	if (name_to_handle_at(fd, "", &h.fh, &mnt_id, AT_EMPTY_PATH) < 0 ||
-	    h.fh.handle_type != FILEID_INO32_GEN || h.fh.handle_bytes != 8)
+	    !handle_parse(&h.fh, &ino, &gen))
 		return 0;
-	return h.words[1];
+	return gen;
 }
 
 int afs_itable_fsidx(struct afs_itable *t, dev_t dev, int fd, uint32_t *fsidx)
@@ -303,10 +396,14 @@ int afs_itable_fsidx(struct afs_itable *t, dev_t dev, int fd, uint32_t *fsidx)
 		rc = -errno;
 		goto out_unlock;
 	}
-	t->fs[t->nfs] = (struct afs_backing_fs){
-		.dev = dev,
-		.mount_fd = mfd,
-		.by_handle = real && probe_by_handle(mfd)};
+	bool gen_lookup = false;
+	int type = real ? probe_handle_type(mfd, &gen_lookup) : 0;
+
+	t->fs[t->nfs] = (struct afs_backing_fs){.dev = dev,
+						.mount_fd = mfd,
+						.by_handle = type != 0,
+						.handle_type = type,
+						.gen_lookup = gen_lookup};
 	*fsidx = t->nfs++;
 out_unlock:
 	pthread_mutex_unlock(&t->lock);
@@ -339,6 +436,10 @@ static struct afs_inode *new_inode(uint32_t fsidx, uint64_t ino, int fd,
 	i->fd = fd;
 	i->type = type & S_IFMT;
 	i->generation = generation;
+	if (pthread_mutex_init(&i->attr_lock, NULL)) {
+		free(i);
+		return NULL;
+	}
 	return i;
 }
 
@@ -437,27 +538,29 @@ int afs_itable_reopen(struct afs_itable *t, uint64_t nodeid,
 {
 	struct {
 		struct file_handle fh;
-		uint32_t ino_gen[2];
+		unsigned char bytes[16];
 	} h;
 	struct afs_backing_fs bfs;
+	uint32_t fsidx, gen = 0;
 	struct stat st;
-	uint32_t fsidx;
 	uint64_t ino;
 	int fd;
 
 	*out = afs_itable_get(t, nodeid);
 	if (*out)
 		return 0;
-	if (!afs_nodeid_decode(nodeid, &fsidx, &ino) || ino > UINT32_MAX)
+	if (!afs_nodeid_decode(nodeid, &fsidx, &ino))
 		return -ESTALE;
 	if (afs_itable_backing(t, fsidx, &bfs) || !bfs.by_handle)
 		return -ESTALE;
-	/* Generation 0: ext4 then skips its generation check; the kernel
-	 * compares the generation we return with the one in its handle. */
-	h.fh.handle_bytes = sizeof(h.ino_gen);
-	h.fh.handle_type = FILEID_INO32_GEN;
-	h.ino_gen[0] = (uint32_t)ino;
-	h.ino_gen[1] = 0;
+	/* Generation 0: ext4 then skips its generation check.  XFS checks
+	 * it: ask XFS for the current one.  Either way the kernel compares
+	 * the generation we return with the one in its own handle, so a
+	 * reused inode number is still refused as stale. */
+	if (bfs.gen_lookup && xfs_generation(bfs.mount_fd, ino, &gen))
+		return -ESTALE;
+	if (!handle_build(&h.fh, bfs.handle_type, ino, gen))
+		return -ESTALE;
 	fd = open_by_handle_at(bfs.mount_fd, &h.fh,
 			       O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -469,6 +572,47 @@ int afs_itable_reopen(struct afs_itable *t, uint64_t nodeid,
 	*out = afs_itable_insert(t, fsidx, ino, fd, st.st_mode,
 				 afs_backing_generation(fd), false);
 	return *out ? 0 : -ENOMEM;
+}
+
+void afs_inode_note_attr(struct afs_inode *inode, const struct stat *st)
+{
+	pthread_mutex_lock(&inode->attr_lock);
+	inode->attr_known = true;
+	inode->written = false;
+	inode->attr_size = st->st_size;
+	inode->attr_mtime = st->st_mtim;
+	inode->attr_ctime = st->st_ctim;
+	pthread_mutex_unlock(&inode->attr_lock);
+}
+
+void afs_inode_note_write(struct afs_inode *inode)
+{
+	pthread_mutex_lock(&inode->attr_lock);
+	inode->written = true;
+	pthread_mutex_unlock(&inode->attr_lock);
+}
+
+static bool ts_equal(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool afs_inode_changed_behind(struct afs_inode *inode, const struct stat *st)
+{
+	bool changed;
+
+	pthread_mutex_lock(&inode->attr_lock);
+	changed = inode->attr_known && !inode->written &&
+		  (inode->attr_size != st->st_size ||
+		   !ts_equal(inode->attr_mtime, st->st_mtim) ||
+		   !ts_equal(inode->attr_ctime, st->st_ctim));
+	inode->attr_known = true;
+	inode->written = false;
+	inode->attr_size = st->st_size;
+	inode->attr_mtime = st->st_mtim;
+	inode->attr_ctime = st->st_ctim;
+	pthread_mutex_unlock(&inode->attr_lock);
+	return changed;
 }
 
 void afs_itable_lookup_ref(struct afs_itable *t, struct afs_inode *inode)

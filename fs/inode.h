@@ -15,8 +15,10 @@
  * node id the kernel hands back after forgetting it (NFS re-export: LOOKUP
  * of "." or ".." on an old file handle) still names the same backing inode,
  * and afs_itable_reopen() opens it again with open_by_handle_at() on
- * filesystems whose handles can be rebuilt from the inode number (ext4,
- * xfs: FILEID_INO32_GEN).  Elsewhere it answers -ESTALE.  Inodes that do not
+ * filesystems whose handles can be rebuilt from the inode number (ext4:
+ * FILEID_INO32_GEN with generation 0; xfs: the same or its 64-bit variant,
+ * with the generation read with XFS_IOC_BULKSTAT).
+ * Elsewhere it answers -ESTALE.  Inodes that do not
  * fit (inode number >= 2^48, more than 32767 backing filesystems) get a
  * synthetic node id (bit 63 set, from a counter) that is valid only while
  * the entry lives.  The root is always FUSE_ROOT_ID and never freed.
@@ -40,7 +42,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define AFS_INO_BITS 48
 #define AFS_INO_MASK ((1ULL << AFS_INO_BITS) - 1)
@@ -66,6 +70,16 @@ struct afs_inode {
 	uint64_t refs; /* protected by table lock */
 	struct afs_inode *next_id; /* by_id chain, table lock */
 	struct afs_inode *next_key; /* by_key chain, table lock */
+
+	/* What the kernel was last told of the backing file (attribute and
+	 * entry replies), so that an open can tell a change made behind the
+	 * mount (close-to-open consistency).  Guarded by attr_lock, a leaf
+	 * lock never held across a syscall. */
+	pthread_mutex_t attr_lock;
+	bool attr_known;
+	bool written; /* data changed through the mount since then */
+	off_t attr_size;
+	struct timespec attr_mtime, attr_ctime;
 };
 
 /* A backing filesystem under SOURCE (the list only grows). */
@@ -73,6 +87,9 @@ struct afs_backing_fs {
 	dev_t dev;
 	int mount_fd; /* fd on its first directory, for open_by_handle_at() */
 	bool by_handle; /* a handle can be rebuilt from the inode number */
+	int handle_type; /* of those handles (FILEID_INO32_GEN, or xfs's
+			  * 64-bit variant 0x81) */
+	bool gen_lookup; /* ... with the generation asked for first (XFS) */
 };
 
 struct afs_itable {
@@ -257,8 +274,34 @@ int afs_itable_backing(struct afs_itable *t, uint32_t fsidx,
 		       struct afs_backing_fs *out);
 
 /**
+ * afs_inode_note_attr() - The kernel is being told @st about @inode.
+ *
+ * Context: Takes inode->attr_lock.
+ */
+void afs_inode_note_attr(struct afs_inode *inode, const struct stat *st);
+
+/**
+ * afs_inode_note_write() - @inode's data or size changed through the mount
+ * (the kernel's cache already reflects it).
+ *
+ * Context: Takes inode->attr_lock.
+ */
+void afs_inode_note_write(struct afs_inode *inode);
+
+/**
+ * afs_inode_changed_behind() - Whether the backing file, now @st, changed
+ * since the kernel was last told about it, other than through the mount;
+ * records @st as what the kernel knows from now on.
+ *
+ * Context: Takes inode->attr_lock.
+ * Return: true if size, mtime or ctime differ from the last attributes
+ * replied and no write through the mount explains it.
+ */
+bool afs_inode_changed_behind(struct afs_inode *inode, const struct stat *st);
+
+/**
  * afs_backing_generation() - The backing inode's generation, read from its
- * file handle (FILEID_INO32_GEN), for entry replies.
+ * file handle (ext4's and xfs's layouts), for entry replies.
  * @fd: An O_PATH fd on the inode.
  *
  * Context: One name_to_handle_at() call.

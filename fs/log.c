@@ -5,16 +5,31 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 static bool use_syslog;
+static bool capture; /* keep libfuse's messages for afs_log_captured() */
+static char captured[512];
 
 static void fuse_log_handler(enum fuse_log_level level, const char *fmt,
 			     va_list ap)
 {
-	if (use_syslog)
+	if (capture) {
+		size_t len = strlen(captured);
+
+		if (len && len + 2 < sizeof(captured)) {
+			strcpy(captured + len, "; ");
+			len += 2;
+		}
+		vsnprintf(captured + len, sizeof(captured) - len, fmt, ap);
+		len = strlen(captured);
+		while (len && captured[len - 1] == '\n')
+			captured[--len] = '\0';
+	} else if (use_syslog) {
 		vsyslog((int)level, fmt, ap);
-	else
+	} else {
 		vfprintf(stderr, fmt, ap);
+	}
 }
 
 void afs_log_to_syslog(void)
@@ -22,6 +37,18 @@ void afs_log_to_syslog(void)
 	openlog("aheadfs", LOG_PID, LOG_DAEMON);
 	use_syslog = true;
 	fuse_set_log_func(fuse_log_handler);
+}
+
+void afs_log_capture_fuse(bool on)
+{
+	capture = on;
+	captured[0] = '\0';
+	fuse_set_log_func(fuse_log_handler);
+}
+
+const char *afs_log_captured(void)
+{
+	return captured[0] ? captured : "failed";
 }
 
 void afs_log(int prio, const char *fmt, ...)

@@ -7,6 +7,7 @@
 #ifndef AFS_LOG_H
 #define AFS_LOG_H
 
+#include <stdbool.h>
 #include <syslog.h>
 
 /**
@@ -15,6 +16,23 @@
  * Context: Main thread, before serving starts.
  */
 void afs_log_to_syslog(void);
+
+/**
+ * afs_log_capture_fuse() - Start (@on) or stop keeping libfuse's messages
+ * instead of printing them, so that a failure to set up the session or to
+ * mount is reported in one line with them (afs_log_captured()).
+ *
+ * Context: Main thread, before serving starts.
+ */
+void afs_log_capture_fuse(bool on);
+
+/**
+ * afs_log_captured() - libfuse's messages since capturing started, joined
+ * by "; ", or "failed" if it said nothing.
+ *
+ * Context: Main thread.
+ */
+const char *afs_log_captured(void);
 
 /**
  * afs_log() - One message at syslog priority @prio ("aheadfs: " prefixed on

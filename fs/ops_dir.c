@@ -7,7 +7,9 @@
  * seekdir().  The kernel serialises readdir calls on one open directory, so
  * the stream needs no lock.  readdirplus looks every name up (one kernel
  * lookup each, taken back when the entry does not fit the reply); "." and
- * ".." are returned without attributes, as the kernel expects.
+ * "..", and names that cannot be looked up, are returned without
+ * attributes, as the kernel expects; names removed since the stream read
+ * them are skipped.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +19,14 @@
 #include <unistd.h>
 
 #include "fs/fs_internal.h"
+
+static void free_dir(struct afs_open *h)
+{
+	struct afs_dir *d = (struct afs_dir *)h;
+
+	closedir(d->dp);
+	free(d);
+}
 
 void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -51,15 +61,14 @@ void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = -errno;
 		goto out_free;
 	}
+	d->open.free = free_dir;
+	afs_open_add(fs, &d->open);
 	fi->fh = (uintptr_t)d;
 	fi->keep_cache = 1;
 	fi->cache_readdir = 0;
 	afs_itable_put(&fs->itable, i);
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		/* interrupted: the kernel will send no releasedir */
-		closedir(d->dp);
-		free(d);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		afs_open_release(fs, &d->open); /* interrupted: no releasedir */
 	return;
 
 out_free:
@@ -120,27 +129,31 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			};
 
 			len = fuse_add_direntry(req, p, rem, name, &st, next);
-		} else if (is_dot_or_dotdot(name)) {
-			memset(&e, 0, sizeof(e));
-			e.attr.st_ino = afs_shown_dirent_ino(dir->fsidx,
-							     d->entry->d_ino);
-			e.attr.st_mode = DTTOIF(d->entry->d_type);
-			len = fuse_add_direntry_plus(req, p, rem, name, &e,
-						     next);
 		} else {
-			rc = afs_lookup_entry(fs, dir, name, &e);
-			if (rc == -ENOENT) {
+			bool dots = is_dot_or_dotdot(name);
+			int lrc = dots ? -ENOENT
+				       : afs_lookup_entry(fs, NULL, dir, name,
+							  &e);
+
+			if (lrc == -ENOENT && !dots) {
 				/* removed since readdir() saw it */
-				rc = 0;
 				d->entry = NULL;
 				d->offset = next;
 				continue;
 			}
-			if (rc)
-				break;
+			if (lrc) {
+				/* "." and "..", or a name we cannot look up
+				 * (in a directory readable but not
+				 * searchable): the name without attributes,
+				 * which the kernel does not instantiate */
+				memset(&e, 0, sizeof(e));
+				e.attr.st_ino = afs_shown_dirent_ino(
+					dir->fsidx, d->entry->d_ino);
+				e.attr.st_mode = DTTOIF(d->entry->d_type);
+			}
 			len = fuse_add_direntry_plus(req, p, rem, name, &e,
 						     next);
-			if (len > rem)
+			if (len > rem && e.ino)
 				afs_itable_forget(&fs->itable, e.ino, 1);
 		}
 		if (len > rem)
@@ -180,8 +193,7 @@ void afs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 {
 	struct afs_dir *d = (struct afs_dir *)(uintptr_t)fi->fh;
 
-	closedir(d->dp);
-	free(d);
+	afs_open_release(afs_req_fs(req), &d->open);
 	fuse_reply_err(req, 0);
 }
 

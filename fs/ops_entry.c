@@ -81,6 +81,7 @@ static void fill_entry(struct afs_fs *fs, struct afs_inode *i,
 	e->attr.st_ino = afs_shown_ino(i);
 	e->attr_timeout = fs->attr_timeout;
 	e->entry_timeout = fs->entry_timeout;
+	afs_inode_note_attr(i, st);
 }
 
 int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e)
@@ -117,9 +118,11 @@ int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e)
 	return 0;
 }
 
-int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
+int afs_lookup_entry(struct afs_fs *fs, fuse_req_t caller,
+		     struct afs_inode *dir, const char *name,
 		     struct fuse_entry_param *e)
 {
+	struct afs_creds c;
 	struct stat st;
 	int fd, rc;
 
@@ -132,9 +135,21 @@ int afs_lookup_entry(struct afs_fs *fs, struct afs_inode *dir, const char *name,
 		fill_entry(fs, dir, &st, e);
 		return 0;
 	}
-	fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	/* Without default_permissions nobody else checks that the caller
+	 * may search @dir: the backing does, for the caller. */
+	if (caller && !fs->default_permissions) {
+		rc = afs_req_creds_enter(caller, &c, false);
+		if (rc)
+			return rc;
+		fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		rc = fd < 0 ? -errno : 0;
+		afs_creds_leave(&c);
+	} else {
+		fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		rc = fd < 0 ? -errno : 0;
+	}
+	if (rc)
+		return rc;
 	return afs_entry_from_fd(fs, fd, e);
 }
 
@@ -200,7 +215,7 @@ void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	rc = afs_lookup_entry(fs, dir, name, &e);
+	rc = afs_lookup_entry(fs, req, dir, name, &e);
 	afs_itable_put(&fs->itable, dir);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -256,6 +271,8 @@ void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (fc)
 			afs_ahead_revalidate(fs->ahead, fc, &backing);
 	}
+	if (!rc)
+		afs_inode_note_attr(i, &st);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -267,15 +284,16 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 		      struct fuse_file_info *fi)
 {
 	char proc[AFS_PROCPATH_LEN];
+	int fd = -1;
 
 	/* Only truncation carries an open file, and only regular files have
-	 * their fd in fh (a directory's is a struct afs_dir). */
-	if (fi && !S_ISREG(i->type))
-		fi = NULL;
+	 * a struct afs_file in fh (a directory's is a struct afs_dir). */
+	if (fi && S_ISREG(i->type))
+		fd = afs_fi_fd(fi);
 	afs_procpath(proc, i->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
-		if (fi ? fchmod(afs_fi_fd(fi), attr->st_mode)
-		       : chmod(proc, attr->st_mode))
+		if (fd >= 0 ? fchmod(fd, attr->st_mode)
+			    : chmod(proc, attr->st_mode))
 			return -errno;
 	}
 	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
@@ -289,14 +307,14 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 			return -errno;
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		if (fi ? ftruncate(afs_fi_fd(fi), attr->st_size)
-		       : truncate(proc, attr->st_size))
+		if (fd >= 0 ? ftruncate(fd, attr->st_size)
+			    : truncate(proc, attr->st_size))
 			return -errno;
 		/* Pages past the new end (and the one holding it) go; an
 		 * O_PATH fd is enough for the fstat of the new identity. */
 		afs_ahead_changed(__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE),
-				  fi ? afs_fi_fd(fi) : i->fd,
-				  (uint64_t)attr->st_size, 0, true);
+				  fd >= 0 ? fd : i->fd, (uint64_t)attr->st_size,
+				  0, true);
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
 		struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT},
@@ -310,8 +328,8 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		if (fi ? futimens(afs_fi_fd(fi), tv)
-		       : utimensat(AT_FDCWD, proc, tv, 0))
+		if (fd >= 0 ? futimens(fd, tv)
+			    : utimensat(AT_FDCWD, proc, tv, 0))
 			return -errno;
 	}
 	return 0;
@@ -340,6 +358,8 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (!rc && S_ISREG(i->type))
 		afs_ahead_touched(__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE),
 				  i->fd);
+	if (!rc)
+		afs_inode_note_attr(i, &st);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -402,7 +422,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	rc = res ? -errno : 0;
 	afs_creds_leave(&c);
 	if (!rc)
-		rc = afs_lookup_entry(fs, dir, name, &e);
+		rc = afs_lookup_entry(fs, NULL, dir, name, &e);
 out_put:
 	afs_itable_put(&fs->itable, dir);
 	if (rc)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 enum afs_opt_kind {
@@ -67,7 +68,8 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"attr_timeout", OPT_SECONDS, true, F(attr_timeout), 0, 86400,
 	 "seconds the kernel may cache attributes (default 1)"},
 	{"entry_timeout", OPT_SECONDS, true, F(entry_timeout), 0, 86400,
-	 "seconds the kernel may cache names (default 1)"},
+	 "seconds the kernel may cache names (default 1, or 0 with"
+	 " no_default_permissions)"},
 	{"default_permissions", OPT_SET, false, F(default_permissions), 0, 0,
 	 "the kernel checks permissions (default as root with allow_other)"},
 	{"no_default_permissions", OPT_SET, false, F(no_default_permissions), 0,
@@ -180,11 +182,12 @@ void afs_opts_init(struct afs_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->fuse_dev = "/dev/fuse";
+	o->fuse_rdev = makedev(10, 229); /* misc char device "fuse" */
 	o->clone_fd = true;
 	o->max_threads = 10;
 	o->max_idle_threads = 10;
 	o->attr_timeout = 1.0;
-	o->entry_timeout = 1.0;
+	o->entry_timeout = -1; /* afs_opts_entry_timeout() */
 }
 
 void afs_opts_free(struct afs_opts *o)
@@ -474,6 +477,7 @@ static int check_dir(const char *what, const char *path, char **real, char *err,
 
 int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 {
+	struct stat st;
 	size_t slen;
 	int rc, fd;
 
@@ -511,7 +515,15 @@ int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 		return fail(err, errlen, -errno, "cannot open %s: %s",
 			    o->fuse_dev, strerror(errno));
 	}
+	rc = fstat(fd, &st) ? -errno : 0;
 	close(fd);
+	if (rc)
+		return fail(err, errlen, rc, "cannot stat %s: %s", o->fuse_dev,
+			    strerror(-rc));
+	if (!S_ISCHR(st.st_mode) || st.st_rdev != o->fuse_rdev)
+		return fail(err, errlen, -ENODEV,
+			    "%s is not the FUSE device (char 10,229)",
+			    o->fuse_dev);
 	return 0;
 }
 
@@ -562,6 +574,13 @@ out_free:
 	return rc;
 }
 
+double afs_opts_entry_timeout(const struct afs_opts *o)
+{
+	if (o->entry_timeout >= 0)
+		return o->entry_timeout;
+	return o->no_default_permissions ? 0 : 1.0;
+}
+
 void afs_opts_help(FILE *out)
 {
 	fprintf(out,
@@ -590,7 +609,22 @@ void afs_opts_help(FILE *out)
 			snprintf(head, sizeof(head), "%s=SIZE", s->name);
 		if (s->kind == OPT_ENUM)
 			snprintf(head, sizeof(head), "%s=MODE", s->name);
-		fprintf(out, "    %-24s %s\n", head, s->help);
+		/* wrap long help lines under the text column */
+		const char *h = s->help;
+		int w = 80 - 4 - 25;
+
+		while ((int)strlen(h) > w) {
+			int cut = w;
+
+			while (cut > 0 && h[cut] != ' ')
+				cut--;
+			if (cut == 0)
+				break;
+			fprintf(out, "    %-24s %.*s\n", head, cut, h);
+			head[0] = '\0';
+			h += cut + 1;
+		}
+		fprintf(out, "    %-24s %s\n", head, h);
 	}
 	fprintf(out,
 		"\n"

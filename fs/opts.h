@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct fuse_args;
 
@@ -32,6 +33,7 @@ struct afs_opts {
 	char *source_real; /* realpath(), set by afs_opts_check() */
 	char *mountpoint_real; /* realpath(), set by afs_opts_check() */
 	const char *fuse_dev; /* "/dev/fuse"; tests point it elsewhere */
+	dev_t fuse_rdev; /* the device it must be (10,229) */
 
 	bool show_help, show_version;
 	bool foreground; /* -f (also -d) */
@@ -46,7 +48,7 @@ struct afs_opts {
 	bool read_only; /* -o ro */
 	bool has_fsname, has_subtype;
 	double attr_timeout; /* -o attr_timeout=, seconds */
-	double entry_timeout; /* -o entry_timeout=, seconds */
+	double entry_timeout; /* -o entry_timeout=, seconds; < 0: default */
 
 	/* the cache and readahead: see fs/ahead.h; 0 = automatic */
 	uint64_t cache_size, ra_max, stripe, chunk; /* bytes */
@@ -100,7 +102,7 @@ int afs_opts_parse(struct afs_opts *o, int argc, char **argv, char *err,
  * Return: 0; -ENOENT / -ENOTDIR for a missing or non-directory SOURCE or
  * MOUNTPOINT, -EBUSY for a MOUNTPOINT that is already a mount, -ELOOP for a
  * MOUNTPOINT inside SOURCE, -ENODEV (or the open error) for no usable
- * /dev/fuse, -ENOMEM.
+ * /dev/fuse (missing, or not the FUSE character device), -ENOMEM.
  */
 int afs_opts_check(struct afs_opts *o, char *err, size_t errlen);
 
@@ -125,6 +127,16 @@ int afs_opts_fuse_args(const struct afs_opts *o, unsigned euid,
  * root with allow_other and no_default_permissions is not given.
  */
 bool afs_opts_default_permissions(const struct afs_opts *o, unsigned euid);
+
+/**
+ * afs_opts_entry_timeout() - Seconds the kernel may cache names: as given,
+ * else 1, or 0 with no_default_permissions (the kernel then looks every
+ * path component up again, as the caller, so the backing checks search
+ * permission on each directory every time).
+ *
+ * Context: Pure.
+ */
+double afs_opts_entry_timeout(const struct afs_opts *o);
 
 /**
  * afs_opts_help() - Usage and the option table, for --help.

@@ -2,7 +2,7 @@
 # run.sh - the read benchmark: every seed workload, side by side on one real
 # ext4 volume, cold caches, as ratios to reading the backing directly.
 #
-# Usage: tests/bench/run.sh [-s SIZE] [-t TARGETS] [-r RUNS] [-o RESULTS.md]
+# Usage: tests/bench/run.sh [-s SIZE] [-t TARGETS] [-r RUNS] [-w REGEX] [-o RESULTS.md]
 #   SIZE     test file size (default 1G)
 #   TARGETS  comma list (default backing,bindfs,aheadfs):
 #            backing         the ext4 directory itself
@@ -12,6 +12,7 @@
 #            aheadfs-OPTS    aheadfs -o OPTS, options joined by '+'
 #                            (e.g. aheadfs-context_ra=off+ra_max=4M)
 #   RUNS     runs per cell; the median is reported (default 3)
+#   REGEX    only the workloads whose name matches (grep -E)
 #   RESULTS  also write the table there (markdown)
 # Environment: AHEADFS (the daemon), READ_PATTERNS (the workload program);
 # both default to build/release.  Needs root: loop devices, drop_caches.
@@ -21,12 +22,13 @@
 # cell starts with `echo 3 > /proc/sys/vm/drop_caches` and a fresh mount.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-size=1G targets=backing,bindfs,aheadfs runs=3 out=
-while getopts s:t:r:o:h opt; do
+size=1G targets=backing,bindfs,aheadfs runs=3 out= only=.
+while getopts s:t:r:w:o:h opt; do
 	case $opt in
 	s) size=$OPTARG ;;
 	t) targets=$OPTARG ;;
 	r) runs=$OPTARG ;;
+	w) only=$OPTARG ;;
 	o) out=$OPTARG ;;
 	*) sed -n '2,20p' "$0"; exit 2 ;;
 	esac
@@ -103,6 +105,11 @@ umount_target() {
 path_of() { if [ "$1" = backing ]; then echo "$vol/data/file"; else echo "$mnt/file"; fi; }
 
 IFS=, read -r -a tlist <<<"$targets"
+selected=()
+for w in "${workloads[@]}"; do
+	grep -qE -- "$only" <<<"${w%%|*}" && selected+=("$w")
+done
+workloads=("${selected[@]}")
 declare -A result
 for w in "${workloads[@]}"; do
 	name=${w%%|*} args=${w#*|}

@@ -80,29 +80,37 @@ expect_refused "MOUNTPOINT busy" "$AFS_SRC" "$AFS_MNT"
 [ "$(cat "$AFS_MNT/marker")" = here ] || afs_fail "the first mount broke"
 afs_umount
 
-# No /dev/fuse: in a private mount namespace, /dev is a fresh tmpfs with
-# only /dev/null.
-rc=0
-unshare -m --propagation private bash -c '
-	mount -t tmpfs afs-nodev /dev && mknod -m 666 /dev/null c 1 3 || exit 99
+# No /dev/fuse, in a private mount namespace: (1) /dev is a fresh tmpfs
+# holding only /dev/null; (2) /dev/null is bind-mounted over /dev/fuse (a
+# character device that is not FUSE's).
+nofuse_setups=(
+	'mount -t tmpfs afs-nodev /dev && mknod -m 666 /dev/null c 1 3'
+	'mount --bind /dev/null /dev/fuse'
+)
+for setup in "${nofuse_setups[@]}"; do
 	rc=0
-	timeout 60 "$1" "$2" "$3" 2>"$4" || rc=$?
-	if awk -v m="$3" '"'"'$5 == m { f = 1 } END { exit !f }'"'"' /proc/self/mountinfo; then
-		umount -l "$3"
-		exit 98
+	unshare -m --propagation private bash -c '
+		'"$setup"' || exit 99
+		rc=0
+		timeout 60 "$1" "$2" "$3" 2>"$4" || rc=$?
+		if awk -v m="$3" '"'"'$5 == m { f = 1 } END { exit !f }'"'"' /proc/self/mountinfo; then
+			umount -l "$3"
+			exit 98
+		fi
+		exit "$rc"' - "$AHEADFS" "$AFS_SRC" "$AFS_MNT" "$AFS_WORK/err" || rc=$?
+	case "$rc" in
+	0) echo "FAIL: no /dev/fuse ($setup): exit status 0" >&2 && bad=1 ;;
+	98) echo "FAIL: no /dev/fuse ($setup): something was mounted" >&2 && bad=1 ;;
+	99) afs_fail "could not hide /dev/fuse ($setup)" ;;
+	124 | 1[3-9][0-9]) echo "FAIL: no /dev/fuse ($setup): hung or crashed ($rc)" >&2 && bad=1 ;;
+	esac
+	if [ "$(wc -l <"$AFS_WORK/err")" -ne 1 ]; then
+		echo "FAIL: no /dev/fuse ($setup): expected one line on stderr, got:" >&2
+		cat "$AFS_WORK/err" >&2
+		bad=1
 	fi
-	exit "$rc"' - "$AHEADFS" "$AFS_SRC" "$AFS_MNT" "$AFS_WORK/err" || rc=$?
-case "$rc" in
-0) echo "FAIL: no /dev/fuse: exit status 0" >&2 && bad=1 ;;
-98) echo "FAIL: no /dev/fuse: something was mounted" >&2 && bad=1 ;;
-99) afs_fail "could not hide /dev/fuse in a private namespace" ;;
-esac
-if [ "$(wc -l <"$AFS_WORK/err")" -ne 1 ]; then
-	echo "FAIL: no /dev/fuse: expected one line on stderr, got:" >&2
-	cat "$AFS_WORK/err" >&2
-	bad=1
-fi
-echo "no /dev/fuse: exit $rc: $(head -n1 "$AFS_WORK/err")"
+	echo "no /dev/fuse ($setup): exit $rc: $(head -n1 "$AFS_WORK/err")"
+done
 
 # --help and --version (and -h, -V): exit 0, something on stdout.
 for opt in --help -h --version -V; do

@@ -27,6 +27,9 @@ chgrp afs-test-g2 "$S/g2only/viafuse" "$S/g2only/direct"
 chmod 0770 "$S/g2only/viafuse" "$S/g2only/direct"
 
 afs_mount -o allow_other
+# Root with allow_other: default_permissions is on unless refused.
+awk -v m="$AFS_MNT" '$5 == m' /proc/self/mountinfo | grep -q default_permissions ||
+	afs_fail "allow_other as root without default_permissions"
 bad=0
 fail_soft()
 {
@@ -153,5 +156,29 @@ getfacl -c "$S/pub/viafuse/acl-own" 2>/dev/null | grep -qx 'user:nobody:---' ||
 afs_must_fail setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	cat "$AFS_MNT/pub/viafuse/acl-own"
 
+afs_umount
+
+# no_default_permissions: the kernel checks nothing, the backing decides
+# under the caller's credentials, so it must deny exactly what it denies
+# directly: a file inside a directory the user cannot search, a file an ACL
+# denies, a root-only file; and allow writing through a supplementary group.
+mkdir -m 0700 "$S/rootonly"
+echo hidden >"$S/rootonly/f" && chmod 0644 "$S/rootonly/f"
+afs_as_user cat "$S/rootonly/f" >/dev/null 2>&1 &&
+	afs_fail "setup: rootonly/f is readable on the backing"
+afs_mount -o allow_other,no_default_permissions
+! awk -v m="$AFS_MNT" '$5 == m' /proc/self/mountinfo | grep -q default_permissions ||
+	afs_fail "no_default_permissions: default_permissions still in force"
+for f in rootonly/f acl-deny secret; do
+	if out=$(afs_as_user cat "$AFS_MNT/$f" 2>/dev/null); then
+		fail_soft "no_default_permissions: the user reads $f ('$out'), the backing denies it"
+	fi
+done
+afs_must_fail afs_as_user touch "$AFS_MNT/rootonly/new"
+afs_must_fail afs_as_user touch "$AFS_MNT/rootdir/new"
+afs_as_user touch "$AFS_MNT/g2only/viafuse/nodp" ||
+	fail_soft "no_default_permissions: no write through the supplementary group"
+[ "$(stat -c %U "$S/g2only/viafuse/nodp" 2>/dev/null)" = "$AFS_USER" ] ||
+	fail_soft "no_default_permissions: g2only/viafuse/nodp not owned by the user"
 afs_umount
 [ "$bad" -eq 0 ] || afs_fail "credential mismatches (lines above)"

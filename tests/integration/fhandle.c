@@ -3,10 +3,13 @@
  * Usage:
  *   afs_fhandle save PATH HANDLE_FILE
  *     name_to_handle_at(PATH) and store the handle in HANDLE_FILE.
- *   afs_fhandle open MOUNT_DIR HANDLE_FILE EXPECT_FILE
+ *   afs_fhandle open MOUNT_DIR HANDLE_FILE EXPECT_FILE [EXPECT_PARENT]
  *     open_by_handle_at(MOUNT_DIR's fd, handle, O_RDONLY) and compare what it
  *     reads with EXPECT_FILE (for a directory handle: compare the sorted
- *     entry names of the two directories).  Exit 0 when equal.
+ *     entry names of the two directories).  With EXPECT_PARENT (directory
+ *     handles), also open ".." from the opened directory -- a LOOKUP of ".."
+ *     in a directory the kernel may have just reconnected -- and compare its
+ *     entries with EXPECT_PARENT's.  Exit 0 when equal.
  *   afs_fhandle stale MOUNT_DIR HANDLE_FILE
  *     open_by_handle_at must fail with ESTALE (the object is gone).
  * open_by_handle_at needs CAP_DAC_READ_SEARCH (root).
@@ -105,14 +108,15 @@ int main(int argc, char **argv)
 		if (name_to_handle_at(AT_FDCWD, argv[2], &h.fh, &mount_id, 0))
 			return die("name_to_handle_at", argv[2]);
 		f = fopen(argv[3], "wb");
-		if (!f || fwrite(&h, sizeof(h.fh) + h.fh.handle_bytes, 1, f) != 1)
+		if (!f ||
+		    fwrite(&h, sizeof(h.fh) + h.fh.handle_bytes, 1, f) != 1)
 			return die("write", argv[3]);
 		fclose(f);
 		printf("handle type %d, %u bytes, mount id %d\n",
 		       h.fh.handle_type, h.fh.handle_bytes, mount_id);
 		return 0;
 	}
-	if ((argc == 5 && !strcmp(argv[1], "open")) ||
+	if (((argc == 5 || argc == 6) && !strcmp(argv[1], "open")) ||
 	    (argc == 4 && !strcmp(argv[1], "stale"))) {
 		mfd = open(argv[2], O_RDONLY | O_DIRECTORY);
 		if (mfd < 0)
@@ -123,9 +127,10 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], "stale")) {
 			if (fd >= 0 || errno != ESTALE) {
 				fprintf(stderr,
-					"afs_fhandle: expected ESTALE, got %s\n",
-					fd >= 0 ? "an open file" :
-						  strerrorname_np(errno));
+					"afs_fhandle: expected ESTALE, got "
+					"%s\n",
+					fd >= 0 ? "an open file"
+						: strerrorname_np(errno));
 				return 1;
 			}
 			return 0;
@@ -138,13 +143,37 @@ int main(int argc, char **argv)
 		struct stat st;
 		fstat(fd, &st);
 		if (S_ISDIR(st.st_mode)) {
+			int pfd = argc == 6 ? openat(fd, "..",
+						     O_RDONLY | O_DIRECTORY)
+					    : -1;
+			int epfd = argc == 6 ? open(argv[5],
+						    O_RDONLY | O_DIRECTORY)
+					     : -1;
 			char *a = dir_names(fd), *b = dir_names(efd);
 			int same = a && b && !strcmp(a, b);
 
+			if (argc == 6) {
+				char *pa = pfd >= 0 ? dir_names(pfd) : NULL;
+				char *pb = epfd >= 0 ? dir_names(epfd) : NULL;
+
+				if (!pa || !pb || strcmp(pa, pb)) {
+					fprintf(stderr,
+						"afs_fhandle: '..' of the "
+						"handle's directory differs "
+						"from %s\n",
+						argv[5]);
+					same = 0;
+				}
+				free(pa);
+				free(pb);
+			}
+
 			if (!same)
-				fprintf(stderr, "afs_fhandle: directory "
-						"listings differ:\n%s---\n%s",
-					a ? a : "(error)\n", b ? b : "(error)\n");
+				fprintf(stderr,
+					"afs_fhandle: directory "
+					"listings differ:\n%s---\n%s",
+					a ? a : "(error)\n",
+					b ? b : "(error)\n");
 			free(a);
 			free(b);
 			return !same;
@@ -154,8 +183,9 @@ int main(int argc, char **argv)
 		int same = na >= 0 && na == nb && !memcmp(a, b, na);
 
 		if (!same)
-			fprintf(stderr, "afs_fhandle: content differs: %zd bytes "
-					"by handle, %zd expected\n",
+			fprintf(stderr,
+				"afs_fhandle: content differs: %zd bytes "
+				"by handle, %zd expected\n",
 				na, nb);
 		free(a);
 		free(b);
@@ -165,7 +195,8 @@ int main(int argc, char **argv)
 		return !same;
 	}
 	fprintf(stderr, "usage: afs_fhandle save PATH HANDLE_FILE | open "
-			"MOUNT_DIR HANDLE_FILE EXPECT_FILE | stale MOUNT_DIR "
+			"MOUNT_DIR HANDLE_FILE EXPECT_FILE [EXPECT_PARENT] | "
+			"stale MOUNT_DIR "
 			"HANDLE_FILE\n");
 	return 2;
 }

@@ -205,7 +205,8 @@ static void op_read(int i)
 	n = pread(f->fd, buf, len, off);
 	want = off >= f->size ? 0 : (f->size - off < len ? f->size - off : len);
 	if (n != (ssize_t)want)
-		fail("read f%d off=%zu len=%zu: got %zd bytes, expected %zu (%s)",
+		fail("read f%d off=%zu len=%zu: got %zd bytes, expected %zu "
+		     "(%s)",
 		     i, off, len, n, want, n < 0 ? strerror(errno) : "short");
 	check("read", buf, f->data + off, want, off);
 	free(buf);
@@ -313,7 +314,8 @@ static void final_check(const char *backing)
 		if (!slot[i]) {
 			if (fd >= 0)
 				fail("backing f%d exists, the model says it "
-				     "was renamed away", i);
+				     "was renamed away",
+				     i);
 			continue;
 		}
 		if (fd < 0)
@@ -359,9 +361,10 @@ int main(int argc, char **argv)
 	    max_size < 4096)
 		goto usage;
 	if (!seed)
-		seed = (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16);
-	printf("afs_integrity: seed %lu ops %lu files %d max %zu%s\n", seed, ops,
-	       files, max_size, use_mmap ? " mmap" : "");
+		seed = (unsigned long)time(NULL) ^
+		       ((unsigned long)getpid() << 16);
+	printf("afs_integrity: seed %lu ops %lu files %d max %zu%s\n", seed,
+	       ops, files, max_size, use_mmap ? " mmap" : "");
 	fflush(stdout);
 	rng = seed * 0x9E3779B97F4A7C15ULL | 1;
 	mdir = open(argv[optind], O_RDONLY | O_DIRECTORY);
@@ -412,8 +415,9 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: afs_integrity [-s SEED] [-n OPS] [-f FILES(1-%d)] "
-			"[-z MAXSIZE] [-m] MOUNT_DIR BACKING_DIR\n",
+	fprintf(stderr,
+		"usage: afs_integrity [-s SEED] [-n OPS] [-f FILES(1-%d)] "
+		"[-z MAXSIZE] [-m] MOUNT_DIR BACKING_DIR\n",
 		NAMES / 2);
 	return 2;
 }

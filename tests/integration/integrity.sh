@@ -24,6 +24,15 @@ run()
 afs_mount
 run plain -n 6000 -f 4
 run mmap -n 4000 -f 3 -m
+# Two at once (different files, different seeds): the daemon's threads
+# serve both.
+mkdir "$AFS_SRC/par1" "$AFS_SRC/par2"
+"$I" -s "$seed" -n 4000 -f 3 "$AFS_MNT/par1" "$AFS_SRC/par1" &
+p1=$!
+"$I" -s "$((seed + 1))" -n 4000 -f 3 -m "$AFS_MNT/par2" "$AFS_SRC/par2" &
+p2=$!
+wait "$p1" || afs_fail "parallel run 1 failed (seed $seed)"
+wait "$p2" || afs_fail "parallel run 2 failed (seed $((seed + 1)), -m)"
 afs_umount
 
 afs_loop_ext4 128

@@ -38,6 +38,13 @@
 #                            and AFS_UBIN: a copy of the afs_* helpers that
 #                            the user can run wherever the build dir lives
 #   afs_as_user CMD...       run CMD as that user with its groups
+#   afs_drop_caches          sync, then drop the page cache and the dentries
+#                            and inodes: the kernel FORGETs what it can
+#   afs_daemon_fds           number of fds the daemon ($AFS_PID) holds
+#   afs_wait_fds_back BASE WHAT  drop caches until the daemon holds at most
+#                            BASE + 32 fds (it released every inode the
+#                            kernel forgot); fails after AFS_WAIT_S seconds
+#                            with WHAT in the message
 #   afs_is_mounted PATH      PATH is a mount point (read from mountinfo,
 #                            without touching the file system behind it)
 #   afs_fail MSG...          print "FAIL: MSG" and exit 1
@@ -49,6 +56,22 @@
 # The daemon is started with SIGINT and SIGQUIT at their default action: a
 # non-interactive shell starts background jobs with them ignored, and a
 # daemon (libfuse) keeps an ignored signal ignored.
+#
+# Knobs (environment): TMPDIR (where work dirs and loop images live; must
+# allow O_DIRECT for afs_loop_ext4), AFS_WAIT_S (liveness bound, default 60),
+# AFS_KEEP_WORK=1 (keep the work dir for a post-mortem), AFS_MKFS_OPTS (extra
+# mkfs.ext4 options), AFS_SEED (integrity/churn replay).
+#
+# A test on a real ext4 volume, e.g. for a benchmark or a cache test:
+#   . "$(dirname "$0")/lib.sh"
+#   afs_require_fuse
+#   afs_mount_ext4 1024 -o allow_other  # 1 GiB volume, aheadfs over $AFS_SRC
+#   head -c 512M /dev/urandom >"$AFS_SRC/big"; afs_drop_caches
+#   ... read "$AFS_MNT/big" ...
+#   afs_umount                           # the trap detaches the loop device
+# By hand, from the build dir:
+#   AHEADFS=fs/aheadfs AFS_TESTBIN=tests/integration \
+#       bash ../tests/integration/locks.sh
 
 set -euo pipefail
 
@@ -59,8 +82,38 @@ AFS_TEST_NAME=$(basename "$0" .sh)
 # bound, never a performance assertion.  Sanitizer builds start slowly.
 AFS_WAIT_S=${AFS_WAIT_S:-60}
 
+# Work dirs of tests that were killed (ctest's TIMEOUT kills the whole
+# process tree with SIGKILL, which no trap sees) are reaped by the next test
+# that starts: a dir whose owner (the pid in its "owner" file) is gone gets
+# its mounts lazily unmounted, its loop devices detached and is removed.
+_afs_reap_stale()
+{
+	local o d m pids
+	for o in "${TMPDIR:-/tmp}"/afs-*.*/owner; do
+		[ -f "$o" ] || continue
+		d=${o%/owner}
+		pids=$(cat "$o" 2>/dev/null) || continue
+		[ -n "$pids" ] && ! kill -0 "$pids" 2>/dev/null || continue
+		mkdir "$d/.reaping" 2>/dev/null || continue # one reaper per dir
+		echo "reaping $d (its test $pids was killed)" >&2
+		for m in $(awk -v w="$d/" 'index($5, w) == 1 { print $5 }' \
+			/proc/self/mountinfo | tac); do
+			umount -l "$m" 2>/dev/null
+		done
+		for m in $(losetup -n -O NAME,BACK-FILE 2>/dev/null |
+			awk -v w="$d/" 'index($2, w) == 1 { print $1 }'); do
+			losetup -d "$m" 2>/dev/null
+		done
+		awk -v w="$d/" 'index($5, w) == 1 { f = 1 } END { exit !f }' \
+			/proc/self/mountinfo || rm -rf --one-file-system "$d"
+	done
+	return 0
+}
+_afs_reap_stale
+
 AFS_WORK=$(mktemp -d "${TMPDIR:-/tmp}/afs-$AFS_TEST_NAME.XXXXXX")
 chmod 0755 "$AFS_WORK"
+echo $$ >"$AFS_WORK/owner"
 AFS_SRC=$AFS_WORK/src
 AFS_MNT=$AFS_WORK/mnt
 AFS_PID=
@@ -231,6 +284,34 @@ afs_must_fail()
 	fi
 }
 
+afs_drop_caches()
+{
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	echo 2 >/proc/sys/vm/drop_caches
+}
+
+afs_daemon_fds()
+{
+	local fds=("/proc/$AFS_PID/fd"/*)
+	echo "${#fds[@]}"
+}
+
+afs_wait_fds_back()
+{
+	local base=$1 what=$2 n=0 fds
+	while :; do
+		afs_drop_caches
+		fds=$(afs_daemon_fds)
+		[ "$fds" -gt $((base + 32)) ] || break
+		[ "$n" -lt "$AFS_WAIT_S" ] ||
+			afs_fail "daemon holds $fds fds (began with $base) after $what"
+		sleep 1
+		n=$((n + 1))
+	done
+	echo "daemon fds: $base at the start, $fds after $what"
+}
+
 afs_loop_ext4()
 {
 	local mib=${1:-256} img=$AFS_WORK/ext4.img dio
@@ -302,7 +383,7 @@ afs_as_user()
 
 _afs_cleanup()
 {
-	local rc=$? i pid m deadline
+	local rc=$? i pid m deadline sig
 	set +e
 	trap - EXIT INT TERM
 	# FUSE mounts first (lazy: a test may have left a process inside).
@@ -312,13 +393,16 @@ _afs_cleanup()
 		afs_is_mounted "$m" && { fusermount3 -u -z "$m" 2>/dev/null ||
 			umount -l "$m"; }
 		# A daemon whose lazily unmounted files are still open (a test
-		# failed with a process inside) does not exit: 20 s, then KILL.
-		deadline=200
-		while kill -0 "$pid" 2>/dev/null && [ "$deadline" -gt 0 ]; do
-			sleep 0.1
-			deadline=$((deadline - 1))
+		# failed with a process inside) does not exit by itself: 5 s,
+		# then SIGTERM, 5 s, then SIGKILL.
+		for sig in TERM KILL; do
+			deadline=50
+			while kill -0 "$pid" 2>/dev/null && [ "$deadline" -gt 0 ]; do
+				sleep 0.1
+				deadline=$((deadline - 1))
+			done
+			kill -"$sig" "$pid" 2>/dev/null
 		done
-		kill -KILL "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	done
 	# Everything else mounted under the work dir, innermost (latest) first.

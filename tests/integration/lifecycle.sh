@@ -23,8 +23,20 @@ cmp "$AFS_SRC/blob" "$AFS_MNT/blob"
 afs_umount
 echo "fusermount3 -u: clean exit"
 
-# SIGTERM while a process keeps a file open and readers are busy.
+# Readers killed in the middle of requests (FUSE INTERRUPT, aborted
+# replies) leave the daemon serving, then SIGTERM while a process keeps a
+# file open and readers are busy.
 afs_mount
+for i in $(seq 1 20); do
+	cat "$AFS_MNT/blob" "$AFS_MNT/blob" "$AFS_MNT/blob" >/dev/null &
+	victim=$!
+	ls -lR "$AFS_MNT" >/dev/null &
+	lister=$!
+	kill -KILL "$victim" "$lister" 2>/dev/null || true
+	wait "$victim" "$lister" 2>/dev/null || true
+done
+kill -0 "$AFS_PID" || afs_fail "daemon died while readers were killed"
+cmp "$AFS_SRC/blob" "$AFS_MNT/blob"
 exec {held}<"$AFS_MNT/blob"
 for i in 1 2 3 4; do
 	(while cat "$AFS_MNT/blob" >/dev/null 2>&1; do :; done) &

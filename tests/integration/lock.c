@@ -30,8 +30,10 @@ static int usage(void)
 
 static int take(const char *kind, int fd, int blocking, off_t start, off_t len)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
-			    .l_start = start, .l_len = len };
+	struct flock fl = {.l_type = F_WRLCK,
+			   .l_whence = SEEK_SET,
+			   .l_start = start,
+			   .l_len = len};
 
 	if (!strcmp(kind, "flock"))
 		return flock(fd, LOCK_EX | (blocking ? 0 : LOCK_NB));
@@ -92,8 +94,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "test") && !strcmp(kind, "posix")) {
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
-				    .l_start = start, .l_len = len };
+		struct flock fl = {.l_type = F_WRLCK,
+				   .l_whence = SEEK_SET,
+				   .l_start = start,
+				   .l_len = len};
 
 		if (fcntl(fd, F_GETLK, &fl) < 0) {
 			printf("%s\n", strerrorname_np(errno));

@@ -16,25 +16,22 @@ echo other >"$AFS_SRC/dir/other"
 echo doomed >"$AFS_SRC/doomed"
 afs_mount
 
-drop_caches()
-{
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	echo 2 >/proc/sys/vm/drop_caches
-}
-
 "$H" save "$AFS_MNT/dir/deeper/file" "$AFS_WORK/file.h"
 "$H" save "$AFS_MNT/dir" "$AFS_WORK/dir.h"
+"$H" save "$AFS_MNT/dir/deeper" "$AFS_WORK/deeper.h"
 "$H" save "$AFS_MNT/doomed" "$AFS_WORK/doomed.h"
-drop_caches
+afs_drop_caches
 "$H" open "$AFS_MNT" "$AFS_WORK/file.h" "$AFS_SRC/dir/deeper/file" ||
 	afs_fail "file handle not valid after drop_caches"
-"$H" open "$AFS_MNT" "$AFS_WORK/dir.h" "$AFS_SRC/dir" ||
-	afs_fail "directory handle not valid after drop_caches"
+"$H" open "$AFS_MNT" "$AFS_WORK/dir.h" "$AFS_SRC/dir" "$AFS_SRC" ||
+	afs_fail "directory handle (or its '..') not valid after drop_caches"
+afs_drop_caches
+"$H" open "$AFS_MNT" "$AFS_WORK/deeper.h" "$AFS_SRC/dir/deeper" "$AFS_SRC/dir" ||
+	afs_fail "dir/deeper handle (or its '..') not valid after drop_caches"
 
 # Renamed (through the mount) and forgotten again: still the same file.
 mv "$AFS_MNT/dir/deeper/file" "$AFS_MNT/dir/renamed"
-drop_caches
+afs_drop_caches
 "$H" open "$AFS_MNT" "$AFS_WORK/file.h" "$AFS_SRC/dir/renamed" ||
 	afs_fail "file handle not valid after a rename and drop_caches"
 # The handle is stable: saving it again gives the same bytes.
@@ -43,7 +40,7 @@ cmp -s "$AFS_WORK/file.h" "$AFS_WORK/file2.h" ||
 	afs_fail "the handle of a file changed after a rename"
 
 rm "$AFS_MNT/doomed"
-drop_caches
+afs_drop_caches
 "$H" stale "$AFS_MNT" "$AFS_WORK/doomed.h" ||
 	afs_fail "a deleted file's handle did not give ESTALE"
 afs_umount

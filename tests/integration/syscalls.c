@@ -110,23 +110,23 @@ static long rc_rec(const char *op, const char *fuse_expect, long r, int e,
 }
 
 /* R: outcome only; V: outcome and value; X: documented FUSE difference. */
-#define R(op, expr)                                          \
-	({                                                   \
-		errno = 0;                                   \
-		long r_ = (long)(expr);                      \
-		rc_rec((op), NULL, r_, errno, false);        \
+#define R(op, expr)                                                            \
+	({                                                                     \
+		errno = 0;                                                     \
+		long r_ = (long)(expr);                                        \
+		rc_rec((op), NULL, r_, errno, false);                          \
 	})
-#define V(op, expr)                                          \
-	({                                                   \
-		errno = 0;                                   \
-		long r_ = (long)(expr);                      \
-		rc_rec((op), NULL, r_, errno, true);         \
+#define V(op, expr)                                                            \
+	({                                                                     \
+		errno = 0;                                                     \
+		long r_ = (long)(expr);                                        \
+		rc_rec((op), NULL, r_, errno, true);                           \
 	})
-#define X(op, fuse_expect, expr)                             \
-	({                                                   \
-		errno = 0;                                   \
-		long r_ = (long)(expr);                      \
-		rc_rec((op), (fuse_expect), r_, errno, false); \
+#define X(op, fuse_expect, expr)                                               \
+	({                                                                     \
+		errno = 0;                                                     \
+		long r_ = (long)(expr);                                        \
+		rc_rec((op), (fuse_expect), r_, errno, false);                 \
 	})
 
 static int D; /* the run's base directory */
@@ -136,8 +136,8 @@ static char *stat_str(const struct stat *st)
 	static char buf[160];
 
 	snprintf(buf, sizeof(buf), "mode=0%o size=%lld nlink=%lu uid=%u gid=%u",
-		 st->st_mode, (long long)st->st_size, (unsigned long)st->st_nlink,
-		 st->st_uid, st->st_gid);
+		 st->st_mode, (long long)st->st_size,
+		 (unsigned long)st->st_nlink, st->st_uid, st->st_gid);
 	return buf;
 }
 
@@ -262,7 +262,8 @@ static void LIST(const char *path)
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
 	out = calloc(1, len + 1);
 	for (size_t i = 0; i < n; i++) {
 		strcat(out, names[i]);
@@ -343,12 +344,12 @@ static void TIMES(const char *op, const char *path, struct timespec a,
 		return;
 	}
 	add(op, NULL, "atime=%s mtime=%s",
-	    st.st_atim.tv_sec == 1000000000 ? "set-exact" :
-	    within(st.st_atim, a, b)	    ? "now" :
-					      "other",
-	    st.st_mtim.tv_sec == 1100000000 ? "set-exact" :
-	    within(st.st_mtim, a, b)	    ? "now" :
-					      "other");
+	    st.st_atim.tv_sec == 1000000000 ? "set-exact"
+	    : within(st.st_atim, a, b)	    ? "now"
+					    : "other",
+	    st.st_mtim.tv_sec == 1100000000 ? "set-exact"
+	    : within(st.st_mtim, a, b)	    ? "now"
+					    : "other");
 	if (st.st_atim.tv_sec == 1000000000)
 		add(op, NULL, "atime.ns=%ld", st.st_atim.tv_nsec);
 	if (st.st_mtim.tv_sec == 1100000000)
@@ -514,7 +515,6 @@ static void seq_setattr(void)
 	}
 	R("chown f no-op", fchownat(D, "f", -1, -1, 0));
 
-
 	/* Size: path truncate, ftruncate on an open handle, errors. */
 	R("truncate f 5000", truncate("f", 5000));
 	FS("f after truncate", fd);
@@ -530,8 +530,8 @@ static void seq_setattr(void)
 	CLOSE(fd);
 
 	/* Times: exact values, UTIME_OMIT keeps, UTIME_NOW sets now. */
-	struct timespec ts[2] = { { 1000000000, 123456789 },
-				  { 1100000000, 987654321 } };
+	struct timespec ts[2] = {{1000000000, 123456789},
+				 {1100000000, 987654321}};
 	R("utimensat exact", utimensat(D, "f", ts, 0));
 	TIMES("times after exact", "f", ts[0], ts[0]);
 	ts[0].tv_nsec = UTIME_OMIT;
@@ -544,8 +544,8 @@ static void seq_setattr(void)
 	R("utimensat NULL", utimensat(D, "f", NULL, 0));
 	b = now_coarse();
 	TIMES("times after NULL", "f", a, b);
-	ts[0] = (struct timespec){ 1000000000, 5 };
-	ts[1] = (struct timespec){ 1100000000, 6 };
+	ts[0] = (struct timespec){1000000000, 5};
+	ts[1] = (struct timespec){1100000000, 6};
 	fd = OPEN("f", O_RDONLY, 0);
 	R("futimens exact", futimens(fd, ts));
 	TIMES("times after futimens", "f", a, b);
@@ -618,8 +618,10 @@ static void seq_links(void)
 		struct stat st;
 
 		add("null rdev", NULL, "%s",
-		    fstatat(D, "null", &st, 0) == 0 && st.st_rdev ==
-		    makedev(1, 3) ? "1:3" : "other");
+		    fstatat(D, "null", &st, 0) == 0 &&
+				    st.st_rdev == makedev(1, 3)
+			    ? "1:3"
+			    : "other");
 	}
 
 	R("link f f.link", linkat(D, "f", D, "f.link", 0));
@@ -660,9 +662,11 @@ static void seq_rename(void)
 	R("rename into missing dir", renameat(D, "rb", D, "nodir/rb"));
 	R("rename2 NOREPLACE onto existing",
 	  renameat2(D, "rb", D, "f", RENAME_NOREPLACE));
-	R("rename2 NOREPLACE new", renameat2(D, "rb", D, "re", RENAME_NOREPLACE));
+	R("rename2 NOREPLACE new",
+	  renameat2(D, "rb", D, "re", RENAME_NOREPLACE));
 	S("re", 0);
-	R("rename2 EXCHANGE file/dir", renameat2(D, "re", D, "rd2", RENAME_EXCHANGE));
+	R("rename2 EXCHANGE file/dir",
+	  renameat2(D, "re", D, "rd2", RENAME_EXCHANGE));
 	S("re", 0);
 	S("rd2", 0);
 	S("re/x", 0);
@@ -689,8 +693,8 @@ static void seq_readdir(void)
 
 	R("mkdir big", mkdirat(D, "big", 0755));
 	for (int i = 0; i < 600; i++) {
-		snprintf(name, sizeof(name), "big/entry-with-a-longish-name-%04d",
-			 i);
+		snprintf(name, sizeof(name),
+			 "big/entry-with-a-longish-name-%04d", i);
 		if (i % 3 == 0)
 			mkdirat(D, name, 0755);
 		else
@@ -698,8 +702,8 @@ static void seq_readdir(void)
 	}
 	LIST("big");
 	for (int i = 0; i < 600; i += 2) {
-		snprintf(name, sizeof(name), "big/entry-with-a-longish-name-%04d",
-			 i);
+		snprintf(name, sizeof(name),
+			 "big/entry-with-a-longish-name-%04d", i);
 		unlinkat(D, name, i % 3 == 0 ? AT_REMOVEDIR : 0);
 	}
 	LIST("big");
@@ -717,7 +721,8 @@ static void seq_statfs(void)
 		add("statfs", NULL, "%s", ename(errno));
 		return;
 	}
-	add("statfs", NULL, "bsize=%ld frsize=%ld blocks=%llu files=%llu namelen=%ld",
+	add("statfs", NULL,
+	    "bsize=%ld frsize=%ld blocks=%llu files=%llu namelen=%ld",
 	    (long)s.f_bsize, (long)s.f_frsize, (unsigned long long)s.f_blocks,
 	    (unsigned long long)s.f_files, (long)s.f_namelen);
 	R("statfs nope", statfs("nope", &s));
@@ -737,12 +742,14 @@ static void seq_xattr(void)
 	  lsetxattr("f", "user.a", "v", 1, XATTR_CREATE));
 	R("setxattr REPLACE missing",
 	  lsetxattr("f", "user.b", "v", 1, XATTR_REPLACE));
-	R("setxattr REPLACE", lsetxattr("f", "user.a", "val2", 4, XATTR_REPLACE));
+	R("setxattr REPLACE",
+	  lsetxattr("f", "user.a", "val2", 4, XATTR_REPLACE));
 	GETX("f", "user.a", sizeof(buf));
 	R("setxattr empty value", lsetxattr("f", "user.empty", "", 0, 0));
 	GETX("f", "user.empty", sizeof(buf));
 	fill(big, sizeof(big), 3);
-	R("setxattr 4000 bytes", lsetxattr("f", "user.big", big, sizeof(big), 0));
+	R("setxattr 4000 bytes",
+	  lsetxattr("f", "user.big", big, sizeof(big), 0));
 	GETX("f", "user.big", 8192);
 	GETX("f", "user.big", 0);
 	LISTX("f");
@@ -809,8 +816,8 @@ static void seq_fallocate(void)
 	R("fsync fa", fsync(fd));
 	R("fallocate 0 grow", fallocate(fd, 0, 1 << 20, 1 << 20));
 	FS("fa after grow", fd);
-	R("fallocate KEEP_SIZE", fallocate(fd, FALLOC_FL_KEEP_SIZE, 2 << 20,
-					   1 << 20));
+	R("fallocate KEEP_SIZE",
+	  fallocate(fd, FALLOC_FL_KEEP_SIZE, 2 << 20, 1 << 20));
 	FS("fa after KEEP_SIZE", fd);
 	fstat(fd, &st);
 	add("fa blocks cover 3 MiB", NULL, "%d",
@@ -822,8 +829,8 @@ static void seq_fallocate(void)
 	PREAD("pread after punch", fd, 65536, 131072);
 	R("fallocate PUNCH_HOLE without KEEP_SIZE",
 	  fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 4096));
-	R("fallocate ZERO_RANGE", fallocate(fd, FALLOC_FL_ZERO_RANGE, 200000,
-					    10000));
+	R("fallocate ZERO_RANGE",
+	  fallocate(fd, FALLOC_FL_ZERO_RANGE, 200000, 10000));
 	PREAD("pread zeroed", fd, 20000, 195000);
 	R("fallocate ZERO_RANGE|KEEP_SIZE beyond EOF",
 	  fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 4 << 20,
@@ -915,6 +922,90 @@ static void seq_copy_range(void)
 	CONTENT("cfr.out");
 }
 
+static void seq_more(void)
+{
+	char name[64], a[5][256], b[5][256];
+	struct dirent *de;
+	void *abuf;
+	DIR *d;
+	long pos;
+	int fd, ok;
+
+	/* Offsets past 4 GiB. */
+	fd = OPEN("huge", O_CREAT | O_RDWR, 0644);
+	V("pwrite at 5 GiB", pwrite(fd, "far", 3, 5LL << 30));
+	FS("huge", fd);
+	PREAD("pread at 5 GiB", fd, 8, 5LL << 30);
+	V("SEEK_DATA 0 in huge", lseek(fd, 0, SEEK_DATA) >= 0);
+	V("SEEK_HOLE 0 in huge", lseek(fd, 0, SEEK_HOLE));
+	R("ftruncate huge to 4 GiB + 1", ftruncate(fd, (4LL << 30) + 1));
+	FS("huge truncated", fd);
+	CLOSE(fd);
+	R("unlink huge", unlinkat(D, "huge", 0));
+
+	/* O_DIRECT: aligned reads and writes pass through. */
+	if (posix_memalign(&abuf, 4096, 8192))
+		exit(2);
+	fill(abuf, 8192, 13);
+	fd = OPEN("odirect", O_CREAT | O_RDWR | O_DIRECT, 0644);
+	V("O_DIRECT pwrite 8K", pwrite(fd, abuf, 8192, 0));
+	memset(abuf, 0, 8192);
+	V("O_DIRECT pread 4K at 4K", pread(fd, abuf, 4096, 4096));
+	add("O_DIRECT data", NULL, "%016llx",
+	    (unsigned long long)fnv(abuf, 4096));
+	CLOSE(fd);
+	free(abuf);
+	CONTENT("odirect");
+
+	/* Setattr on the open handle of an unlinked file. */
+	fd = OPEN("orphan", O_CREAT | O_RDWR, 0644);
+	V("write orphan", write(fd, "0123456789", 10));
+	R("unlink orphan", unlinkat(D, "orphan", 0));
+	R("ftruncate orphan", ftruncate(fd, 4));
+	R("fchmod orphan", fchmod(fd, 0600));
+	R("futimens orphan",
+	  futimens(fd, (struct timespec[2]){{1000000000, 1}, {1100000000, 2}}));
+	FS("orphan", fd);
+	PREAD("pread orphan", fd, 10, 0);
+	R("fsync orphan", fsync(fd));
+	CLOSE(fd);
+
+	/* Directory streams: telldir/seekdir resume at the same entry, and a
+	 * rewound stream sees a new entry. */
+	R("mkdir tell", mkdirat(D, "tell", 0755));
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "tell/n%02d", i);
+		CLOSE(openat(D, name, O_CREAT | O_WRONLY, 0644));
+	}
+	d = opendir("tell");
+	for (int i = 0; d && i < 17; i++)
+		readdir(d);
+	pos = d ? telldir(d) : -1;
+	for (int i = 0; d && i < 5; i++) {
+		de = readdir(d);
+		snprintf(a[i], sizeof(a[i]), "%s", de ? de->d_name : "(end)");
+	}
+	if (d)
+		seekdir(d, pos);
+	ok = d != NULL;
+	for (int i = 0; d && i < 5; i++) {
+		de = readdir(d);
+		snprintf(b[i], sizeof(b[i]), "%s", de ? de->d_name : "(end)");
+		ok &= !strcmp(a[i], b[i]);
+	}
+	add("seekdir(telldir) resumes", NULL, "%d", ok);
+	CLOSE(openat(D, "tell/zz-new", O_CREAT | O_WRONLY, 0644));
+	ok = 0;
+	if (d) {
+		rewinddir(d);
+		while ((de = readdir(d)))
+			ok |= !strcmp(de->d_name, "zz-new");
+		closedir(d);
+	}
+	add("rewinddir sees a new entry", NULL, "%d", ok);
+	LIST("tell");
+}
+
 static void run_seq(void)
 {
 	seq_names_and_errors();
@@ -929,6 +1020,7 @@ static void run_seq(void)
 	seq_fallocate();
 	seq_seek();
 	seq_copy_range();
+	seq_more();
 }
 
 /* Read a whole tree on the backing into the log: names, types, modes, sizes,
@@ -957,7 +1049,7 @@ static void tree(int dfd, const char *rel)
 		}
 		names[n++] = strdup(de->d_name);
 	}
-	if (n) /* qsort() of no array is undefined */
+	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		char path[4096], buf[4096], xl[4096] = "";
@@ -994,11 +1086,13 @@ static void tree(int dfd, const char *rel)
 
 			snprintf(full, sizeof(full), "/proc/self/fd/%d", f);
 			k = listxattr(full, xl, sizeof(xl));
-			for (char *p = xl; k > 0 && p < xl + k; p += strlen(p) + 1)
+			for (char *p = xl; k > 0 && p < xl + k;
+			     p += strlen(p) + 1)
 				if (!strncmp(p, "user.", 5)) {
 					ssize_t vl = getxattr(full, p, buf,
 							      sizeof(buf));
-					add(path + tree_strip, NULL, "xattr %s=%016llx", p,
+					add(path + tree_strip, NULL,
+					    "xattr %s=%016llx", p,
 					    (unsigned long long)fnv(
 						    buf, vl > 0 ? vl : 0));
 				}
@@ -1028,17 +1122,18 @@ static int compare(const struct log *exp, const struct log *got,
 		if (!e || !g || strcmp(e->op, g->op)) {
 			printf("FAIL %s #%zu: sequences diverge: backing '%s', "
 			       "mount '%s'\n",
-			       what, i, e ? e->op : "(end)", g ? g->op : "(end)");
+			       what, i, e ? e->op : "(end)",
+			       g ? g->op : "(end)");
 			return bad + 1;
 		}
 		want = g->fuse_expect ? g->fuse_expect : e->out;
 		if (strcmp(want, g->out) && ++shown > 60) {
 			bad++;
 		} else if (strcmp(want, g->out)) {
-			printf("FAIL %s #%zu %s: expected %s%s, got %s\n", what, i,
-			       e->op, want,
-			       g->fuse_expect ? " (documented FUSE difference)" :
-						"",
+			printf("FAIL %s #%zu %s: expected %s%s, got %s\n", what,
+			       i, e->op, want,
+			       g->fuse_expect ? " (documented FUSE difference)"
+					      : "",
 			       g->out);
 			bad++;
 		}

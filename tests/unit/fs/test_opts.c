@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -89,6 +90,7 @@ static void test_defaults(void **state)
 	assert_int_equal(f->o.max_threads, 10);
 	assert_int_equal(f->o.max_idle_threads, 10);
 	assert_true(f->o.attr_timeout == 1.0);
+	assert_true(afs_opts_entry_timeout(&f->o) == 1.0);
 	assert_int_equal(f->o.n_mount_opts, 0);
 }
 
@@ -353,13 +355,21 @@ static void make(struct fixture *f, const char *name, bool dir)
 	}
 }
 
+/* Checks that must get past the device check: /dev/null stands in for
+ * /dev/fuse (which a test machine may lack). */
+static void use_null_as_fuse(struct fixture *f)
+{
+	f->o.fuse_dev = "/dev/null";
+	f->o.fuse_rdev = makedev(1, 3);
+}
+
 static void test_check_ok(void **state)
 {
 	struct fixture *f = *state;
 
 	make(f, "src", true);
 	make(f, "mnt", true);
-	f->o.fuse_dev = "/dev/null"; /* any openable device will do */
+	use_null_as_fuse(f);
 	assert_int_equal(check(f, "src", "mnt"), 0);
 }
 
@@ -400,7 +410,7 @@ static void test_check_loop(void **state)
 	assert_int_equal(check(f, "src", "src/inner"), -ELOOP);
 	assert_non_null(strstr(f->err, "inside SOURCE"));
 	assert_int_equal(check(f, "src", "src"), -ELOOP);
-	f->o.fuse_dev = "/dev/null";
+	use_null_as_fuse(f);
 	/* a sibling sharing the prefix is not inside */
 	assert_int_equal(check(f, "src", "srcx"), 0);
 }
@@ -414,6 +424,19 @@ static void test_check_no_fuse_device(void **state)
 	f->o.fuse_dev = "/nonexistent/fuse";
 	assert_int_equal(check(f, "src", "mnt"), -ENODEV);
 	assert_non_null(strstr(f->err, "no /nonexistent/fuse"));
+}
+
+/* A device that opens but is not FUSE (a bind mount of /dev/null over
+ * /dev/fuse) is refused before mounting. */
+static void test_check_wrong_fuse_device(void **state)
+{
+	struct fixture *f = *state;
+
+	make(f, "src", true);
+	make(f, "mnt", true);
+	f->o.fuse_dev = "/dev/null";
+	assert_int_equal(check(f, "src", "mnt"), -ENODEV);
+	assert_non_null(strstr(f->err, "/dev/null is not the FUSE device"));
 }
 
 static bool args_have(const struct fuse_args *a, const char *opt)
@@ -455,6 +478,8 @@ static void test_default_permissions_refused(void **state)
 			       "s", "m", NULL),
 			 0);
 	assert_false(afs_opts_default_permissions(&f->o, 0));
+	/* names are looked up again, as the caller, every time */
+	assert_true(afs_opts_entry_timeout(&f->o) == 0);
 	assert_int_equal(afs_opts_fuse_args(&f->o, 0, &a), 0);
 	assert_false(args_have(&a, "default_permissions"));
 	fuse_opt_free_args(&a);
@@ -500,6 +525,7 @@ int main(void)
 		T(test_check_mountpoint_errors),
 		T(test_check_loop),
 		T(test_check_no_fuse_device),
+		T(test_check_wrong_fuse_device),
 		T(test_fuse_args),
 		T(test_default_permissions_refused),
 		T(test_fsname_escaped),
