@@ -19,10 +19,15 @@
  *                                fd shared by all or an open/pread/close per
  *                                chunk (an NFS server's thread pool); checks
  *                                every chunk and that all were read
- *   random FILE SEED COUNT BS RSEED [SPAN]
- *                                COUNT preads of BS bytes at page-aligned
- *                                offsets drawn (xorshift, RSEED) in
- *                                [0, SPAN - BS] (default SPAN: the file);
+ *   random FILE SEED COUNT BS RSEED [SPAN [GRID]]
+ *                                COUNT preads of BS bytes at offsets drawn
+ *                                (xorshift, RSEED) in (0, SPAN - BS]
+ *                                (default SPAN: the file): page-aligned,
+ *                                never 0 (a read at 0 starts a sequential
+ *                                window by rule, random or not);
+ *                                with GRID, distinct multiples of GRID
+ *                                (GRID >= BS + 2 pages: no read is ever
+ *                                next to another);
  *                                prints "requested N rounded P", P = the
  *                                distinct pages touched x 4096
  *   xattr PATH NAME              getxattr(PATH, NAME) the way getfattr does:
@@ -309,8 +314,9 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 static int cmd_random(const char *path, uint64_t count, uint64_t bs,
-		      uint64_t rseed, uint64_t span)
+		      uint64_t rseed, uint64_t span, uint64_t grid)
 {
+	uint8_t *used = NULL; /* grid: slots drawn */
 	int fd = open(path, O_RDONLY);
 	uint64_t rng = rseed * 0x9E3779B97F4A7C15ULL | 1, npages = 0, slots;
 	uint64_t *pages, pages_per = (bs + PAGE - 1) / PAGE + 1;
@@ -323,18 +329,36 @@ static int cmd_random(const char *path, uint64_t count, uint64_t bs,
 		span = (uint64_t)st.st_size;
 	if (!buf || !bs || span < bs || span > (uint64_t)st.st_size)
 		return 2;
-	slots = (span - bs) / PAGE + 1;
+	if (grid % PAGE || (grid && grid < bs))
+		return 2;
+	slots = (span - bs) / (grid ? grid : PAGE); /* slot 0 is not drawn */
+	if (slots < 2 || (grid && count > slots / 2)) {
+		fprintf(stderr,
+			"ahead_io: %" PRIu64 " reads on %" PRIu64
+			" grid slots: too dense\n",
+			count, slots);
+		return 2;
+	}
 	pages = calloc(count * pages_per, sizeof(*pages));
-	if (!pages)
+	if (grid)
+		used = calloc(slots + 1, 1);
+	if (!pages || (grid && !used))
 		return die("calloc");
 	for (uint64_t i = 0; i < count; i++) {
 		uint64_t off;
 		ssize_t n;
 
-		rng ^= rng >> 12;
-		rng ^= rng << 25;
-		rng ^= rng >> 27;
-		off = (rng * 2685821657736338717ULL) % slots * PAGE;
+		uint64_t slot;
+
+		do {
+			rng ^= rng >> 12;
+			rng ^= rng << 25;
+			rng ^= rng >> 27;
+			slot = 1 + (rng * 2685821657736338717ULL) % slots;
+		} while (used && used[slot]);
+		if (used)
+			used[slot] = 1;
+		off = slot * (grid ? grid : PAGE);
 		n = pread(fd, buf, bs, (off_t)off);
 		if (n != (ssize_t)bs) {
 			if (n < 0)
@@ -354,6 +378,7 @@ static int cmd_random(const char *path, uint64_t count, uint64_t bs,
 		distinct += !i || pages[i] != pages[i - 1];
 	printf("requested %" PRIu64 " rounded %" PRIu64 "\n", count * bs,
 	       distinct * PAGE);
+	free(used);
 	free(pages);
 	free(buf);
 	close(fd);
@@ -405,21 +430,22 @@ int main(int argc, char **argv)
 		return cmd_coop(argv[2], (unsigned)parse_size(argv[4]),
 				parse_size(argv[5]), argv[6]);
 	}
-	if (!strcmp(cmd, "random") && (argc == 7 || argc == 8)) {
+	if (!strcmp(cmd, "random") && argc >= 7 && argc <= 9) {
 		seed = parse_size(argv[3]);
 		return cmd_random(argv[2], parse_size(argv[4]),
 				  parse_size(argv[5]), parse_size(argv[6]),
-				  argc > 7 ? parse_size(argv[7]) : 0);
+				  argc > 7 ? parse_size(argv[7]) : 0,
+				  argc > 8 ? parse_size(argv[8]) : 0);
 	}
 	if (!strcmp(cmd, "xattr") && argc == 4)
 		return cmd_xattr(argv[2], argv[3]);
-	fprintf(stderr,
-		"usage: afs_ahead_io fill FILE SIZE SEED\n"
-		"       afs_ahead_io write FILE SEED OFF LEN\n"
-		"       afs_ahead_io check FILE SEED [BS [OFF [LEN]]]\n"
-		"       afs_ahead_io coop FILE SEED THREADS BS "
-		"one|per-request\n"
-		"       afs_ahead_io random FILE SEED COUNT BS RSEED [SPAN]\n"
-		"       afs_ahead_io xattr PATH NAME\n");
+	fprintf(stderr, "usage: afs_ahead_io fill FILE SIZE SEED\n"
+			"       afs_ahead_io write FILE SEED OFF LEN\n"
+			"       afs_ahead_io check FILE SEED [BS [OFF [LEN]]]\n"
+			"       afs_ahead_io coop FILE SEED THREADS BS "
+			"one|per-request\n"
+			"       afs_ahead_io random FILE SEED COUNT BS RSEED "
+			"[SPAN [GRID]]\n"
+			"       afs_ahead_io xattr PATH NAME\n");
 	return 2;
 }

@@ -46,7 +46,6 @@ js=$(ac_stats "$db")
 ac_show sqlite "$js"
 ac_assert "$js" "g('cache.hits') + g('cache.misses') > 0 and g('backing.reads') > 0" \
 	"sqlite's reads did not go through aheadfs's cache"
-ac_assert "$js" "g('cache.errors') == 0"
 
 # A build and a run.
 mkdir "$M/proj"
@@ -88,5 +87,11 @@ out=$("$M/proj/prog")
 	afs_fail "[$AC_MODE] rebuilt binary printed '$out', want sum $((want + 1000))"
 js=$(ac_stats "$M/proj/prog")
 ac_show prog "$js"
-ac_assert "$js" "g('cache.errors') == 0"
+# cache.errors is printed, not asserted: it also counts readahead pages
+# completed with -EAGAIN when cancelled (ld reads back the output it is
+# writing); the backing's own error count must be 0.
+echo "prog [$AC_MODE]: cache.errors $(ac_get "$js" cache.errors)"
+root=$(ac_stats "$M")
+ac_assert "$root" "g('backing.errors') == 0 and g('readahead.errors') == 0" \
+	"backing read errors on a healthy volume"
 afs_umount
