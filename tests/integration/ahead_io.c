@@ -19,7 +19,7 @@
  *                                fd shared by all or an open/pread/close per
  *                                chunk (an NFS server's thread pool); checks
  *                                every chunk and that all were read
- *   random FILE SEED COUNT BS RSEED [SPAN [GRID]]
+ *   random FILE SEED COUNT BS RSEED [SPAN [GRID [HEAD]]]
  *                                COUNT preads of BS bytes at offsets drawn
  *                                (xorshift, RSEED) in (0, SPAN - BS]
  *                                (default SPAN: the file): page-aligned,
@@ -27,7 +27,8 @@
  *                                window by rule, random or not);
  *                                with GRID, distinct multiples of GRID
  *                                (GRID >= BS + 2 pages: no read is ever
- *                                next to another);
+ *                                next to another); HEAD 1: first read
+ *                                BS bytes at 0 on the same fd (a header);
  *                                prints "requested N rounded P", P = the
  *                                distinct pages touched x 4096
  *   xattr PATH NAME              getxattr(PATH, NAME) the way getfattr does:
@@ -314,7 +315,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 static int cmd_random(const char *path, uint64_t count, uint64_t bs,
-		      uint64_t rseed, uint64_t span, uint64_t grid)
+		      uint64_t rseed, uint64_t span, uint64_t grid, bool head)
 {
 	uint8_t *used = NULL; /* grid: slots drawn */
 	int fd = open(path, O_RDONLY);
@@ -344,6 +345,12 @@ static int cmd_random(const char *path, uint64_t count, uint64_t bs,
 		used = calloc(slots + 1, 1);
 	if (!pages || (grid && !used))
 		return die("calloc");
+	if (head) {
+		if (pread(fd, buf, bs, 0) != (ssize_t)bs)
+			return die("pread of the head");
+		if (verify(path, buf, 0, bs))
+			return 1;
+	}
 	for (uint64_t i = 0; i < count; i++) {
 		uint64_t off;
 		ssize_t n;
@@ -430,12 +437,13 @@ int main(int argc, char **argv)
 		return cmd_coop(argv[2], (unsigned)parse_size(argv[4]),
 				parse_size(argv[5]), argv[6]);
 	}
-	if (!strcmp(cmd, "random") && argc >= 7 && argc <= 9) {
+	if (!strcmp(cmd, "random") && argc >= 7 && argc <= 10) {
 		seed = parse_size(argv[3]);
 		return cmd_random(argv[2], parse_size(argv[4]),
 				  parse_size(argv[5]), parse_size(argv[6]),
 				  argc > 7 ? parse_size(argv[7]) : 0,
-				  argc > 8 ? parse_size(argv[8]) : 0);
+				  argc > 8 ? parse_size(argv[8]) : 0,
+				  argc > 9 && parse_size(argv[9]));
 	}
 	if (!strcmp(cmd, "xattr") && argc == 4)
 		return cmd_xattr(argv[2], argv[3]);
@@ -445,7 +453,7 @@ int main(int argc, char **argv)
 			"       afs_ahead_io coop FILE SEED THREADS BS "
 			"one|per-request\n"
 			"       afs_ahead_io random FILE SEED COUNT BS RSEED "
-			"[SPAN [GRID]]\n"
+			"[SPAN [GRID [HEAD]]]\n"
 			"       afs_ahead_io xattr PATH NAME\n");
 	return 2;
 }

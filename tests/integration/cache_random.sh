@@ -6,10 +6,11 @@
 #            is next to another, so nothing looks like a stream.  No
 #            readahead window may open (read_mode=direct: every read is
 #            classified random), and the backing bytes are the pages read.
-#   header   the same after one 8 KiB read of the file's head (another open,
-#            as a program reading a header first): that read may open the
-#            initial window at page 0 (a sequential start, by rule), and
-#            nothing else: the random reads after it stay random.
+#   header   the same after one 8 KiB read of the file's head through
+#            another open (a program that checks a header first): that read
+#            may open the initial window at page 0 (a sequential start, by
+#            rule), and nothing else: the random reads after it stay random.
+#   header1  the same with the head read on the random reader's own fd.
 #   uniform  600 reads at any page-aligned offset but 0: a few land right
 #            after earlier ones and may legitimately look like a stream to
 #            the context rule (its windows are printed); the backing bytes
@@ -26,18 +27,19 @@ afs_require_root
 
 size=$((128 << 20))
 head_win=$((128 << 10)) # the most an initial window for 8 KiB may read
-ac_mount_ext4 450
-for f in grid header uniform; do
+ac_mount_ext4 600
+for f in grid header header1 uniform; do
 	"$AC_IO" fill "$AFS_SRC/$f" "$size" 31
-	grid=16K
+	grid=(16K)
 	slack=0
-	[ "$f" != uniform ] || grid=
+	[ "$f" != uniform ] || grid=()
+	[ "$f" != header1 ] || grid=(16K 1) slack=$head_win
 	if [ "$f" = header ]; then
 		"$AC_IO" check "$AFS_MNT/$f" 31 8K 0 8K >/dev/null ||
 			afs_fail "[$AC_MODE] header read returned wrong bytes"
 		slack=$head_win
 	fi
-	out=$("$AC_IO" random "$AFS_MNT/$f" 31 600 8K 4242 "$size" $grid) ||
+	out=$("$AC_IO" random "$AFS_MNT/$f" 31 600 8K 4242 "$size" "${grid[@]}") ||
 		afs_fail "[$AC_MODE] $f: random reads returned wrong bytes"
 	rounded=${out##* }
 	js=$(ac_stats "$AFS_MNT/$f")
@@ -59,11 +61,11 @@ for f in grid header uniform; do
 		ac_assert "$js" "g('readahead.random') == 600" \
 			"not every read was classified random"
 		;;
-	header.direct)
+	header.direct | header1.direct)
 		ac_assert "$js" "g('readahead.windows') <= 1 and g('readahead.async') == 0 and g('readahead.stream') == 0 and g('readahead.random') >= 599" \
 			"random reads after a head read got readahead windows"
 		;;
-	grid.kernel | header.kernel)
+	grid.kernel | header.kernel | header1.kernel)
 		ac_assert "$js" "g('readahead.async') == 0 and g('readahead.stream') == 0 and g('readahead.random') > 0" \
 			"random reads through the kernel got stream or async readahead"
 		;;
