@@ -521,6 +521,10 @@ static void test_root_stats(void **state)
 	c = json_get(root, "cache");
 	CHECK(c, root_cache);
 	assert_int_equal(ival(c, "budget_bytes"), cs.budget_bytes);
+	/* the page data of cache_size: pages plus their descriptors */
+	assert_int_equal(
+		ival(c, "budget_bytes"),
+		(160u << 20) / (PAGE + ival(c, "page_overhead_bytes")) * PAGE);
 	assert_int_equal(ival(c, "cached_pages"), cs.cached_pages);
 	assert_true(ival(c, "cached_pages") >= 64);
 	assert_int_equal(ival(c, "hits"), 64);
@@ -678,27 +682,38 @@ static void check_cells(const char *text, size_t len, uint64_t npages,
 	json_doc_free(doc);
 }
 
-/* Every other page of 24000: 12000 runs do not fit, one digit per page. */
+#define SPARSE_PAGES 40000
+
+/* A 40000-page file for cache_every_other(). */
 static int setup_sparse(void **state)
 {
-	return setup_size(state, 40000ull * PAGE);
+	return setup_size(state, SPARSE_PAGES * (uint64_t)PAGE);
 }
 
-static void test_map_cells_per_page(void **state)
+/* Cache every other page of the first 24000: 12000 runs do not fit the
+ * runs form.  Return: the bitmap of the cached pages (free it). */
+static uint8_t *cache_every_other(struct fixture *fx)
 {
-	struct fixture *fx = *state;
-	uint64_t npages = 40000;
-	uint8_t *cached = calloc(npages, 1);
-	ssize_t len;
-	char *v;
+	uint8_t *cached = calloc(SPARSE_PAGES, 1);
 
 	assert_non_null(cached);
 	for (uint64_t p = 0; p < 24000; p += 2) {
 		insert_pages(fx, p, 1);
 		cached[p] = 1;
 	}
+	return cached;
+}
+
+/* Cells at one page per cell (the file is below 64000 pages). */
+static void test_map_cells_per_page(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t *cached = cache_every_other(fx);
+	ssize_t len;
+	char *v;
+
 	v = get_value(fx, &fx->file, "user.aheadfs.map", &len);
-	check_cells(v, (size_t)len, npages, cached, 1);
+	check_cells(v, (size_t)len, SPARSE_PAGES, cached, 1);
 	free(v);
 	free(cached);
 }
@@ -708,25 +723,19 @@ static void test_map_cells_per_page(void **state)
 static void test_map_scaled_to_buffer(void **state)
 {
 	struct fixture *fx = *state;
-	uint64_t npages = 40000;
-	uint8_t *cached = calloc(npages, 1);
+	uint8_t *cached = cache_every_other(fx);
 	char *buf = malloc(AFS_XATTR_VALUE_MAX);
 	ssize_t len;
 
-	assert_non_null(cached);
 	assert_non_null(buf);
-	for (uint64_t p = 0; p < 24000; p += 2) {
-		insert_pages(fx, p, 1);
-		cached[p] = 1;
-	}
 	len = afs_xattr_ahead_get(&fx->a, &fx->file, "user.aheadfs.map", buf,
 				  20000);
 	assert_true(len > 0 && len <= 20000);
-	check_cells(buf, (size_t)len, npages, cached, 3);
+	check_cells(buf, (size_t)len, SPARSE_PAGES, cached, 3);
 	len = afs_xattr_ahead_get(&fx->a, &fx->file, "user.aheadfs.map", buf,
 				  AFS_XATTR_MAP_MIN_BUF);
 	assert_true(len > 0 && len <= AFS_XATTR_MAP_MIN_BUF);
-	check_cells(buf, (size_t)len, npages, cached, 0);
+	check_cells(buf, (size_t)len, SPARSE_PAGES, cached, 0);
 	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->file,
 					     "user.aheadfs.map", buf,
 					     AFS_XATTR_MAP_MIN_BUF - 1),
