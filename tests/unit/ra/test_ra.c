@@ -111,6 +111,20 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Page @i read straight from the backing, as the read path does when the
+ * cache has no room; its bytes are checked too. */
+static void read_uncached(struct fixture *fx, uint64_t i)
+{
+	uint8_t buf[4096];
+	ssize_t n = pread(fx->fd, buf, sizeof(buf), (off_t)(i * 4096));
+
+	assert_true(n >= 0);
+	for (ssize_t b = 0; b < n; b++)
+		if (buf[b] != pattern(i * 4096 + (uint64_t)b))
+			fail_msg("uncached page %llu byte %lld differs",
+				 (unsigned long long)i, (long long)b);
+}
+
 /*
  * Read pages [index, index + nr) as the FUSE read path does and check every
  * byte.  Return: pages served.
@@ -133,8 +147,18 @@ static uint64_t read_pages(struct fixture *fx, struct ra_state *st,
 		p = cache_lookup_rcu(fx->m, i);
 		if (!p) {
 			rcu_read_unlock();
-			assert_int_equal(ra_sync_miss(fx->f, st, i, end - i),
-					 0);
+			rc = ra_sync_miss(fx->f, st, i, end - i);
+			if (rc == -ENOSPC) {
+				/* No room for the reader's pages (a small
+				 * budget still held by pages in flight or in
+				 * their grace period, e.g. under TSan): the
+				 * read path serves the page from the backing
+				 * directly, and so does this one. */
+				read_uncached(fx, i);
+				served++;
+				continue;
+			}
+			assert_int_equal(rc, 0);
 			goto again;
 		}
 		mark = cache_page_test_clear_readahead(p);
