@@ -104,6 +104,10 @@ struct cache_page;
  *	quarter of the budget's pages, at least 64).
  * @alloc_wait_ms: How long cache_insert_range() waits at the hard limit for
  *	memory before it gives up with -ENOSPC (0: 100 ms).
+ * @history_max: Most history entries one mapping keeps (0: 262144, a
+ *	GiB of file; the tree costs about 9 bytes per entry).  Past it,
+ *	cache_page_drop_to_history() deletes the lowest-indexed history
+ *	entries of the mapping until a quarter of the limit is free.
  * @manual_reclaim: Start no reclaimer thread: pages are evicted only by
  *	cache_reclaim() and by inserters at the hard limit.  For tests that
  *	need a deterministic eviction order.
@@ -116,6 +120,7 @@ struct cache_config {
 	unsigned int small_pct;
 	unsigned int ghost_entries;
 	unsigned int alloc_wait_ms;
+	uint64_t history_max;
 	bool manual_reclaim;
 };
 
@@ -165,6 +170,7 @@ struct cache_mapping_stats {
 	uint64_t
 		invalidated; /* data pages dropped by invalidation/revalidation */
 	uint64_t to_history; /* pages dropped to history entries */
+	uint64_t history_trimmed; /* history entries deleted past history_max */
 	uint64_t enospc; /* inserts refused or cut short by the budget */
 	uint64_t tree_bytes; /* memory of the tree's nodes */
 };
@@ -557,7 +563,8 @@ int cache_page_wait(struct cache_page *p, struct cache_wait_cancel *wc);
  *
  * For the kernel read mode: the kernel holds a copy, so aheadfs keeps only
  * the fact that the pages were read (for cache_prev_hole_rcu()).  LOCKED
- * pages are left alone.  Buffers are recycled after a grace period (readers
+ * pages are left alone.  History is bounded per mapping by
+ * cfg.history_max: past it the lowest-indexed history entries go.  Buffers are recycled after a grace period (readers
  * inside their RCU section keep using them until then).
  * Context: Online thread; takes the mapping's lock.
  * Return: The number of pages dropped to history.

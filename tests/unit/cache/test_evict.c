@@ -6,20 +6,40 @@
 
 #include "cache_test.h"
 
-/* A small cache with manual reclaim: eviction happens only in
- * cache_reclaim() and in inserters at the hard limit. */
+/*
+ * A small cache with manual reclaim: eviction happens only in
+ * cache_reclaim() and in inserters at the hard limit.  An inserter at the
+ * limit waits for the grace period that returns what it evicted; the wait
+ * ends as soon as the pages are back, so the long bound only matters on a
+ * loaded machine (or under a sanitizer), where a short one would make the
+ * tests flaky.
+ */
+#define LONG_WAIT_MS 10000
+
 static int small_setup(void **state)
 {
 	struct cache_config cfg = {
 		.budget_bytes = budget_for(256),
 		.manual_reclaim = true,
-		.alloc_wait_ms = 20,
+		.alloc_wait_ms = LONG_WAIT_MS,
 	};
 
 	return fixture_setup_cfg(state, &cfg);
 }
 
 static int tiny_setup(void **state)
+{
+	struct cache_config cfg = {
+		.budget_bytes = budget_for(64),
+		.manual_reclaim = true,
+		.alloc_wait_ms = LONG_WAIT_MS,
+	};
+
+	return fixture_setup_cfg(state, &cfg);
+}
+
+/* For the tests where nothing can come back: the wait runs to its end. */
+static int tiny_short_wait_setup(void **state)
 {
 	struct cache_config cfg = {
 		.budget_bytes = budget_for(64),
@@ -34,7 +54,7 @@ static int reclaimer_setup(void **state)
 {
 	struct cache_config cfg = {
 		.budget_bytes = budget_for(256),
-		.alloc_wait_ms = 20,
+		.alloc_wait_ms = LONG_WAIT_MS,
 	};
 
 	return fixture_setup_cfg(state, &cfg);
@@ -310,10 +330,11 @@ int main(void)
 			test_destroy_refused_while_mappings_live, tiny_setup,
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_enospc_when_everything_is_under_io, tiny_setup,
-			fixture_teardown),
+			test_enospc_when_everything_is_under_io,
+			tiny_short_wait_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_short_insert_at_the_limit,
-						tiny_setup, fixture_teardown),
+						tiny_short_wait_setup,
+						fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_insert_at_limit_evicts_and_succeeds, tiny_setup,
 			fixture_teardown),
