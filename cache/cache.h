@@ -31,7 +31,8 @@
  * reclaimer) register themselves.
  *
  * Locking (each function repeats its rule in a Context: line):
- *   caller holds the RCU read lock:   cache_lookup_rcu(), cache_next_hole_rcu(),
+ *   caller holds the RCU read lock:   cache_lookup_rcu(),
+ *                                     cache_next_hole_rcu(),
  *                                     cache_prev_hole_rcu(),
  *                                     cache_gang_lookup_rcu()
  *   no lock, callable anywhere:       the cache_page_*() accessors,
@@ -76,7 +77,7 @@
 #define CACHE_PAGE_SIZE (1u << CACHE_PAGE_SHIFT) /* 4096 */
 /* First index that can never be cached; also the largest nr of pages. */
 #define CACHE_INDEX_LIMIT (UINT64_C(1) << 52)
-/* cache_prev_hole_rcu(): everything from the index down to page 0 is present. */
+/* cache_prev_hole_rcu(): all present from the index down to page 0. */
 #define CACHE_NO_HOLE UINT64_MAX
 /* cache_insert_range(): no page gets the READAHEAD mark. */
 #define CACHE_NO_MARK UINT64_MAX
@@ -299,8 +300,8 @@ void cache_mapping_get(struct cache_mapping *m);
  * On the last put every page and history entry leaves the tree: data pages
  * are invalidated (waiters get -EAGAIN, I/O completing later is discarded),
  * and the mapping's memory is freed once the last page descriptor is.
- * Context: Online thread, outside any RCU read-side section if it may be the
- * last reference; takes the mapping's lock.
+ * Context: Online thread; takes the mapping's lock on the last put; never
+ * waits for a grace period.
  */
 void cache_mapping_put(struct cache_mapping *m);
 
@@ -564,8 +565,9 @@ int cache_page_wait(struct cache_page *p, struct cache_wait_cancel *wc);
  * For the kernel read mode: the kernel holds a copy, so aheadfs keeps only
  * the fact that the pages were read (for cache_prev_hole_rcu()).  LOCKED
  * pages are left alone.  History is bounded per mapping by
- * cfg.history_max: past it the lowest-indexed history entries go.  Buffers are recycled after a grace period (readers
- * inside their RCU section keep using them until then).
+ * cfg.history_max: past it the lowest-indexed history entries go.
+ * Buffers are recycled after a grace period (readers inside their RCU
+ * section keep using them until then).
  * Context: Online thread; takes the mapping's lock.
  * Return: The number of pages dropped to history.
  */

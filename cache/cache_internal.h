@@ -1,7 +1,7 @@
 /* cache_internal.h - struct bodies and module-internal functions of cache/.
  *
- * Used only by the .c files of cache/ and by tests/unit/cache.  The public contract is in
- * cache.h; this file says who guards what.
+ * Used only by the .c files of cache/ and by tests/unit/cache.  The public
+ * contract is in cache.h; this file says who guards what.
  *
  * Lock order (outer first):
  *   cache.mappings_lock -> mapping.lock -> cache.lru_lock -> cache.pool_lock

@@ -103,6 +103,11 @@ void cache_mapping_put(struct cache_mapping *m)
 	if (__atomic_sub_fetch(&m->users, 1, __ATOMIC_ACQ_REL))
 		return;
 	pthread_mutex_lock(&m->lock);
+#ifdef AHEADFS_DEBUG
+	/* Whole-tree check, once per mapping life (CI builds). */
+	if (cache_tree_check(&m->tree))
+		abort();
+#endif
 	n = drop_range_locked(m, 0, UINT64_MAX, CACHE_PG_INVALID);
 	cache_stat_add(&m->invalidated, n);
 	assert(!m->tree.root);

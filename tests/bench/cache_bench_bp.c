@@ -5,7 +5,7 @@
  * needs no registration: every read lock checks for it.  Inlined
  * (_LGPL_SOURCE), like cache_bench_lgpl.c.
  */
-#define _LGPL_SOURCE /* inlined, as cache_bench_lgpl.c: compare like with like */
+#define _LGPL_SOURCE /* inlined, like cache_bench_lgpl.c */
 #include <stdint.h>
 #include <time.h>
 #include <urcu-bp.h>
