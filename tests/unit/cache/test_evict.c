@@ -186,6 +186,45 @@ static void test_locked_pages_not_evicted(void **state)
 }
 
 static void access_range(struct cache_mapping *m, uint64_t first, uint64_t n,
+			 int times);
+
+/*
+ * Probation full of readahead in flight (LOCKED) and above its share: the
+ * cold pages in main must still be evictable.
+ */
+static void test_locked_probation_does_not_block_main(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_page *pages[40];
+	struct cache_stats st;
+	unsigned int got;
+
+	/* Pages 0-3 referenced at the head of a probation queue above its
+	 * share (30 of 256 > 10%): the next pass promotes them to main. */
+	assert_int_equal(fill_range(f->m, 0, 30, 0), 30);
+	access_range(f->m, 0, 4, 2);
+	assert_int_equal(cache_reclaim(f->c, 1), 1);
+	cache_mapping_invalidate(f->m, 5, 29);
+	cache_stats(f->c, &st);
+	assert_int_equal(st.main_pages, 4);
+	assert_int_equal(st.small_pages, 0);
+	/* 40 pages under I/O: probation above its share, nothing in it
+	 * evictable. */
+	assert_int_equal(cache_insert_range(f->m, 100, 40, CACHE_NO_MARK,
+					    CACHE_INSERT_PREFETCH, pages, &got),
+			 0);
+	assert_int_equal(got, 40);
+	assert_int_equal(cache_reclaim(f->c, 2), 2);
+	cache_stats(f->c, &st);
+	assert_int_equal(st.main_pages, 2);
+	assert_int_equal(st.small_pages, 40);
+	assert_false(has_data(f->m, 0));
+	assert_true(has_data(f->m, 3));
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], 0);
+}
+
+static void access_range(struct cache_mapping *m, uint64_t first, uint64_t n,
 			 int times)
 {
 	rcu_read_lock();
@@ -342,6 +381,9 @@ int main(void)
 						tiny_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_scan_does_not_flush_hot_pages, small_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_locked_probation_does_not_block_main, small_setup,
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_unreferenced_pages_are_flushed_by_scan,
