@@ -99,8 +99,9 @@ struct cache_page;
  *	the budget (0: 95).
  * @low_pct: ...and evicts down to this percentage (0: 90).  Must be below
  *	@high_pct.
- * @small_pct: Share of the cached pages the probationary queue may hold
- *	before its pages are evicted or promoted (0: 10).
+ * @small_pct: Share of the budget, in percent, the probationary queue may
+ *	hold before eviction takes from it rather than from the main queue
+ *	(0: 10; below 100).
  * @ghost_entries: Size of the ghost record of wasted prefetches (0: a
  *	quarter of the budget's pages, at least 64).
  * @alloc_wait_ms: How long cache_insert_range() waits at the hard limit for
