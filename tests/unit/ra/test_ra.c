@@ -597,11 +597,37 @@ static void test_thrash_in_a_small_cache(void **state)
 	assert_true(fs.streams[0].cap < 256);
 }
 
+static int setup_floor(void **state)
+{
+	struct ra_config rc = {.auto_floor_bytes = 4 << 20};
+
+	return setup_with(state, 8 << 20, &rc, 64 << 20);
+}
+
+/* The automatic cap (no ra_max) is raised to the floor the daemon asks for
+ * (above the kernel's 1 MiB FUSE requests); an explicit one is not. */
+static void test_auto_floor(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.max_window, 1024);
+	assert_int_equal(
+		ra_engine_tune(fx->e, &(struct ra_tuning){.max_bytes = 1 << 20},
+			       RA_TUNE_MAX),
+		0);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.max_window, 256);
+}
+
 static void test_config_checked(void **state)
 {
 	struct cache_config cc = {.budget_bytes = 16 << 20};
 	struct ra_config bad[] = {
 		{.max_bytes = 4097},
+		{.auto_floor_bytes = 4097},
+		{.auto_floor_bytes = (2ull << 30)},
 		{.max_bytes = (2ull << 30)},
 		{.workers = 65},
 		{.queue_depth = 70000},
@@ -708,6 +734,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_striped_windows,
 						setup_striped, teardown),
 		cmocka_unit_test(test_config_checked),
+		cmocka_unit_test_setup_teardown(test_auto_floor, setup_floor,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
