@@ -135,8 +135,13 @@ static uint64_t tune_base_max(const struct ra_file *f, uint64_t w)
 {
 	uint64_t max = w & TUNE_MAX_MASK;
 
-	if (!max)
+	if (!max) {
+		uint64_t floor = f->e->cfg.auto_floor_bytes >> RA_PAGE_SHIFT;
+
 		max = f->geom.max_window >> RA_PAGE_SHIFT;
+		if (max < floor)
+			max = floor;
+	}
 	if (!max)
 		max = RA_GEOM_MIN_WINDOW >> RA_PAGE_SHIFT;
 	return max;
@@ -177,7 +182,9 @@ static int config_check(const struct ra_config *cfg)
 	struct ra_geometry g;
 
 	if (cfg->max_bytes % CACHE_PAGE_SIZE ||
-	    cfg->max_bytes > RA_MAX_BYTES_LIMIT)
+	    cfg->max_bytes > RA_MAX_BYTES_LIMIT ||
+	    cfg->auto_floor_bytes % CACHE_PAGE_SIZE ||
+	    cfg->auto_floor_bytes > RA_MAX_BYTES_LIMIT)
 		return -EINVAL;
 	if ((unsigned int)cfg->context > RA_CONTEXT_OFF ||
 	    (unsigned int)cfg->backing_io > RA_BACKING_IO_BUFFERED)

@@ -112,9 +112,15 @@ enum ra_backing_io {
  *		0: probe sysfs.
  * @backing_io: O_DIRECT or buffered backing reads.
  * @sysfs_root:	NULL: "/sys" (tests pass a fake tree).
+ * @auto_floor_bytes: the least automatic cap (@max_bytes 0); 0: 1 MiB.
+ *		The daemon raises it above the kernel's largest FUSE request,
+ *		or its windows could never get ahead of the kernel's own
+ *		readahead (docs/benchmarks.md).  A multiple of 4 KiB, at most
+ *		1 GiB.
  */
 struct ra_config {
 	uint64_t max_bytes;
+	uint64_t auto_floor_bytes;
 	enum ra_context_rule context;
 	bool no_stream_table;
 	unsigned int workers;
