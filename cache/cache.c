@@ -129,6 +129,7 @@ void cache_mapping_stats(struct cache_mapping *m,
 	st->errors = cache_stat_read(&m->errors);
 	st->invalidated = cache_stat_read(&m->invalidated);
 	st->to_history = cache_stat_read(&m->to_history);
+	st->history_trimmed = cache_stat_read(&m->history_trimmed);
 	st->enospc = cache_stat_read(&m->enospc);
 }
 
@@ -170,6 +171,7 @@ int cache_create(const struct cache_config *cfg, struct cache **out)
 	c->small_pct = cfg->small_pct ? cfg->small_pct : 10;
 	c->alloc_wait_ms = cfg->alloc_wait_ms ? cfg->alloc_wait_ms : 100;
 	c->manual_reclaim = cfg->manual_reclaim;
+	c->history_max = cfg->history_max ? cfg->history_max : 262144;
 	CDS_INIT_LIST_HEAD(&c->small);
 	CDS_INIT_LIST_HEAD(&c->main);
 	CDS_INIT_LIST_HEAD(&c->mappings);

@@ -31,7 +31,8 @@
  * reclaimer) register themselves.
  *
  * Locking (each function repeats its rule in a Context: line):
- *   caller holds the RCU read lock:   cache_lookup_rcu(), cache_next_hole_rcu(),
+ *   caller holds the RCU read lock:   cache_lookup_rcu(),
+ *                                     cache_next_hole_rcu(),
  *                                     cache_prev_hole_rcu(),
  *                                     cache_gang_lookup_rcu()
  *   no lock, callable anywhere:       the cache_page_*() accessors,
@@ -76,7 +77,7 @@
 #define CACHE_PAGE_SIZE (1u << CACHE_PAGE_SHIFT) /* 4096 */
 /* First index that can never be cached; also the largest nr of pages. */
 #define CACHE_INDEX_LIMIT (UINT64_C(1) << 52)
-/* cache_prev_hole_rcu(): everything from the index down to page 0 is present. */
+/* cache_prev_hole_rcu(): all present from the index down to page 0. */
 #define CACHE_NO_HOLE UINT64_MAX
 /* cache_insert_range(): no page gets the READAHEAD mark. */
 #define CACHE_NO_MARK UINT64_MAX
@@ -98,12 +99,17 @@ struct cache_page;
  *	the budget (0: 95).
  * @low_pct: ...and evicts down to this percentage (0: 90).  Must be below
  *	@high_pct.
- * @small_pct: Share of the cached pages the probationary queue may hold
- *	before its pages are evicted or promoted (0: 10).
+ * @small_pct: Share of the budget, in percent, the probationary queue may
+ *	hold before eviction takes from it rather than from the main queue
+ *	(0: 10; below 100).
  * @ghost_entries: Size of the ghost record of wasted prefetches (0: a
  *	quarter of the budget's pages, at least 64).
  * @alloc_wait_ms: How long cache_insert_range() waits at the hard limit for
  *	memory before it gives up with -ENOSPC (0: 100 ms).
+ * @history_max: Most history entries one mapping keeps (0: 262144, a
+ *	GiB of file; the tree costs about 9 bytes per entry).  Past it,
+ *	cache_page_drop_to_history() deletes the lowest-indexed history
+ *	entries of the mapping until a quarter of the limit is free.
  * @manual_reclaim: Start no reclaimer thread: pages are evicted only by
  *	cache_reclaim() and by inserters at the hard limit.  For tests that
  *	need a deterministic eviction order.
@@ -116,6 +122,7 @@ struct cache_config {
 	unsigned int small_pct;
 	unsigned int ghost_entries;
 	unsigned int alloc_wait_ms;
+	uint64_t history_max;
 	bool manual_reclaim;
 };
 
@@ -165,6 +172,7 @@ struct cache_mapping_stats {
 	uint64_t
 		invalidated; /* data pages dropped by invalidation/revalidation */
 	uint64_t to_history; /* pages dropped to history entries */
+	uint64_t history_trimmed; /* history entries deleted past history_max */
 	uint64_t enospc; /* inserts refused or cut short by the budget */
 	uint64_t tree_bytes; /* memory of the tree's nodes */
 };
@@ -293,8 +301,8 @@ void cache_mapping_get(struct cache_mapping *m);
  * On the last put every page and history entry leaves the tree: data pages
  * are invalidated (waiters get -EAGAIN, I/O completing later is discarded),
  * and the mapping's memory is freed once the last page descriptor is.
- * Context: Online thread, outside any RCU read-side section if it may be the
- * last reference; takes the mapping's lock.
+ * Context: Online thread; takes the mapping's lock on the last put; never
+ * waits for a grace period.
  */
 void cache_mapping_put(struct cache_mapping *m);
 
@@ -557,8 +565,10 @@ int cache_page_wait(struct cache_page *p, struct cache_wait_cancel *wc);
  *
  * For the kernel read mode: the kernel holds a copy, so aheadfs keeps only
  * the fact that the pages were read (for cache_prev_hole_rcu()).  LOCKED
- * pages are left alone.  Buffers are recycled after a grace period (readers
- * inside their RCU section keep using them until then).
+ * pages are left alone.  History is bounded per mapping by
+ * cfg.history_max: past it the lowest-indexed history entries go.
+ * Buffers are recycled after a grace period (readers inside their RCU
+ * section keep using them until then).
  * Context: Online thread; takes the mapping's lock.
  * Return: The number of pages dropped to history.
  */

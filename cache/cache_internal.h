@@ -1,7 +1,7 @@
 /* cache_internal.h - struct bodies and module-internal functions of cache/.
  *
- * Used only by the .c files of cache/ and by tests/unit/cache.  The public contract is in
- * cache.h; this file says who guards what.
+ * Used only by the .c files of cache/ and by tests/unit/cache.  The public
+ * contract is in cache.h; this file says who guards what.
  *
  * Lock order (outer first):
  *   cache.mappings_lock -> mapping.lock -> cache.lru_lock -> cache.pool_lock
@@ -175,8 +175,8 @@ struct cache_mapping {
 	uint64_t errors;
 	uint64_t invalidated;
 	uint64_t to_history;
+	uint64_t history_trimmed;
 	uint64_t enospc;
-	struct rcu_head rcu;
 	struct cache_counter_slot slots[CACHE_COUNTER_SLOTS];
 };
 
@@ -206,6 +206,7 @@ struct cache {
 	uint64_t low_pages;
 	unsigned int small_pct;
 	unsigned int alloc_wait_ms;
+	uint64_t history_max;
 	bool manual_reclaim;
 
 	/* Pool and budget, under pool_lock. */

@@ -20,7 +20,8 @@
  * so a scan larger than the cache does not flush the pages that are read
  * again and again (they live in main).  The small queue is evicted from
  * while it holds at least small_pct of the budget (or main is empty).
- * Pages whose I/O is in flight (LOCKED) are rotated, never evicted.
+ * Pages whose I/O is in flight (LOCKED) are rotated, never evicted; a
+ * queue found all LOCKED is left for the other one in that pass.
  *
  * Eviction isolates a victim under lru_lock (takes a reference, unqueues
  * it), then takes its mapping's lock -- lock order mapping -> lru, so never
@@ -88,16 +89,28 @@ static unsigned int isolate_locked(struct cache *c, struct cache_page **out,
 	uint64_t budget = 2 * (c->nr_small + c->nr_main) + 2;
 	unsigned int nr = 0;
 
+	/* LOCKED pages rotated per queue in this call: once a queue has been
+	 * gone round with nothing but I/O in flight, take from the other
+	 * one (a probation queue full of readahead in flight must not stop
+	 * the eviction of cold pages in main, nor the reverse). */
+	uint64_t small_skips = 0, main_skips = 0;
+
 	while (nr < max && budget--) {
-		bool small = c->nr_small &&
-			     (c->nr_small >= small_target || !c->nr_main);
+		bool small_ok = c->nr_small && small_skips < c->nr_small;
+		bool main_ok = c->nr_main && main_skips < c->nr_main;
+		bool small =
+			small_ok && (c->nr_small >= small_target || !main_ok);
 		struct cds_list_head *q = small ? &c->small : &c->main;
 		struct cache_page *p;
 
-		if (cds_list_empty(q))
+		if (!small && !main_ok)
 			break;
 		p = cds_list_first_entry(q, struct cache_page, lru);
 		if (cache_page_flags(p) & CACHE_PG_LOCKED) {
+			if (small)
+				small_skips++;
+			else
+				main_skips++;
 			move_tail_locked(c, p, p->queue);
 			continue;
 		}

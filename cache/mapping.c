@@ -103,6 +103,11 @@ void cache_mapping_put(struct cache_mapping *m)
 	if (__atomic_sub_fetch(&m->users, 1, __ATOMIC_ACQ_REL))
 		return;
 	pthread_mutex_lock(&m->lock);
+#ifdef AHEADFS_DEBUG
+	/* Whole-tree check, once per mapping life (CI builds). */
+	if (cache_tree_check(&m->tree))
+		abort();
+#endif
 	n = drop_range_locked(m, 0, UINT64_MAX, CACHE_PG_INVALID);
 	cache_stat_add(&m->invalidated, n);
 	assert(!m->tree.root);
@@ -172,6 +177,32 @@ uint64_t cache_mapping_invalidate(struct cache_mapping *m, uint64_t first,
 	return n;
 }
 
+/*
+ * Keep the mapping's history within history_max: delete history entries
+ * from the lowest index up until a quarter of the limit is free.  The
+ * context readahead only scans back a window's length from where streams
+ * read now, so the oldest offsets of a sequential read matter least.
+ * m->lock held.
+ */
+static void trim_history_locked(struct cache_mapping *m)
+{
+	uint64_t max = m->cache->history_max, target = max - max / 4, pos = 0;
+	uint64_t trimmed = 0;
+
+	if (m->tree.history <= max)
+		return;
+	while (m->tree.history > target &&
+	       (pos = cache_tree_next_entry_rcu(&m->tree, pos, UINT64_MAX,
+						false)) != UINT64_MAX) {
+		if (cache_tree_lookup_rcu(&m->tree, pos) == CACHE_HISTORY) {
+			cache_tree_store(&m->tree, pos, NULL);
+			trimmed++;
+		}
+		pos++;
+	}
+	cache_stat_add(&m->history_trimmed, trimmed);
+}
+
 uint64_t cache_page_drop_to_history(struct cache_mapping *m, uint64_t first,
 				    uint64_t last)
 {
@@ -196,6 +227,7 @@ uint64_t cache_page_drop_to_history(struct cache_mapping *m, uint64_t first,
 		pos++;
 	}
 	cache_stat_add(&m->to_history, n);
+	trim_history_locked(m);
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }

@@ -51,6 +51,12 @@
 #include "cache/cache.h"
 #include "ra/ra.h"
 
+/* The least automatic readahead cap: windows of at most the kernel's
+ * largest FUSE request (1 MiB) never get ahead of the kernel's own readahead
+ * in kernel mode, nor of 1 MiB application reads in direct mode
+ * (docs/benchmarks.md). */
+#define AFS_RA_AUTO_FLOOR (4u << 20)
+
 enum afs_read_mode {
 	AFS_READ_KERNEL = 0, /* default */
 	AFS_READ_DIRECT,

@@ -185,6 +185,7 @@ static void ahead_config(const struct afs_opts *o, struct afs_ahead_config *c)
 	c->cache_size = o->cache_size;
 	c->read_mode = (enum afs_read_mode)o->read_mode;
 	c->ra.max_bytes = o->ra_max;
+	c->ra.auto_floor_bytes = AFS_RA_AUTO_FLOOR;
 	c->ra.context = (enum ra_context_rule)o->context_ra;
 	c->ra.no_stream_table = o->stream_table != 0;
 	c->ra.workers = o->ra_workers;
@@ -223,23 +224,33 @@ static void release_fc(struct afs_fcache *fc)
 	afs_fcache_put(fc);
 }
 
-/* Let the kernel's readahead on the FUSE mount ask for whole requests
+/*
+ * Let the kernel's readahead on the FUSE mount ask for whole requests
  * (1 MiB, or the readahead cap if larger): its default for FUSE is 128 KiB.
- * The mount's bdi is named by its device number, found in mountinfo (a
- * stat() of the mountpoint would wait for this very daemon). */
-static void tune_bdi(const struct afs_opts *o)
+ * The kernel sets the mount's bdi readahead when it processes our INIT
+ * reply (to the smaller of its default and what INIT offered), so this runs
+ * on the first request after INIT.  The bdi is named by the mount's device
+ * number, found in mountinfo (a stat() of the mountpoint would wait for
+ * this very daemon).
+ */
+void afs_tune_bdi_once(struct afs_fs *fs)
 {
+	const struct afs_opts *o = fs->opts;
 	unsigned long kb = o->ra_max > (1u << 20) ? o->ra_max >> 10 : 1024;
-	FILE *f = fopen("/proc/self/mountinfo", "r");
 	char line[4096], dev[64] = "", path[PATH_MAX];
 	unsigned maj, min;
+	FILE *f;
 
+	if (__atomic_load_n(&fs->bdi_tuned, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&fs->bdi_tuned, true, __ATOMIC_RELAXED))
+		return;
+	f = fopen("/proc/self/mountinfo", "r");
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		/* "id parent maj:min root mountpoint ..."; mountpoints with
-		 * spaces are octal-escaped, which realpath()s never match
-		 * here only if they contain such characters. */
+		/* "id parent maj:min root mountpoint ..." (a mountpoint
+		 * with spaces is octal-escaped there: then not found, and the
+		 * kernel's default stays) */
 		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min,
 			   path) == 3 &&
 		    !strcmp(path, o->mountpoint_real))
@@ -250,13 +261,16 @@ static void tune_bdi(const struct afs_opts *o)
 		return;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
 	f = fopen(path, "w");
-	if (!f || fprintf(f, "%lu\n", kb) < 0 || fclose(f)) {
+	if (!f) {
 		afs_log(LOG_WARNING,
 			"cannot raise the mount's read_ahead_kb (%s): %s", path,
 			strerror(errno));
-		if (f)
-			fclose(f);
+		return;
 	}
+	if (fprintf(f, "%lu\n", kb) < 0 || fclose(f))
+		afs_log(LOG_WARNING,
+			"cannot raise the mount's read_ahead_kb (%s): %s", path,
+			strerror(errno));
 }
 
 static int serve(struct fuse_session *se, const struct afs_opts *o)
@@ -335,7 +349,6 @@ static int run(struct afs_opts *o)
 	}
 	afs_log_capture_fuse(false);
 	apply_mount_attrs(o);
-	tune_bdi(o);
 	if (!o->foreground)
 		afs_log_to_syslog();
 	if (fuse_daemonize(o->foreground)) {

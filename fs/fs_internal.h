@@ -37,6 +37,7 @@ struct afs_fs {
 	struct fuse_session *se; /* for notifications */
 	pthread_mutex_t open_lock; /* a leaf lock */
 	struct afs_open open_list; /* list head */
+	bool bdi_tuned; /* __atomic: afs_tune_bdi_once() ran */
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */
@@ -177,6 +178,14 @@ void afs_thread_buf_release(void);
  * Return: 0 or -errno.
  */
 int afs_thread_buf_key_init(void);
+
+/**
+ * afs_tune_bdi_once() - Raise the mount's read_ahead_kb, on the first call.
+ *
+ * Context: A request handler after INIT (the kernel resets the value when it
+ * processes INIT); one atomic load on later calls.
+ */
+void afs_tune_bdi_once(struct afs_fs *fs);
 
 /* Operations, by file. */
 /* ops_entry.c */

@@ -208,6 +208,7 @@ void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct afs_inode *dir;
 	int rc;
 
+	afs_tune_bdi_once(fs);
 	/* "." and ".." come from NFS export on node ids the kernel may have
 	 * forgotten: reopen those from the id. */
 	rc = afs_itable_reopen(&fs->itable, parent, &dir);
@@ -252,6 +253,8 @@ void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_inode *i = afs_req_inode(req, ino);
+
+	afs_tune_bdi_once(fs);
 	struct stat st;
 	int rc;
 

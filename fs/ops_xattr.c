@@ -8,12 +8,20 @@
  * CAP_SYS_ADMIN, security.* and ACLs follow the backing's rules), exactly as
  * for a program on the backing.  POSIX ACLs travel as system.posix_acl_*
  * attributes; with FUSE_CAP_POSIX_ACL the kernel also enforces them.
+ *
+ * The user.aheadfs.* names (stats, map, advice, tunables: xattr_ahead.h)
+ * are answered here and never reach the backing; listxattr leaves them out
+ * even if the backing has such names of its own.  With default_permissions
+ * the kernel already checked the caller's access (read for get, write for
+ * set); without it, the daemon checks it as the caller.
  */
 #include <errno.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "fs/ahead.h"
 #include "fs/fs_internal.h"
+#include "fs/xattr_ahead.h"
 
 enum xattr_op { X_GET, X_SET, X_LIST, X_REMOVE };
 
@@ -23,6 +31,64 @@ struct xattr_args {
 	size_t size;
 	int flags; /* X_SET */
 };
+
+/* A user.aheadfs.* name: answered by the daemon from @i's cache state. */
+static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
+		      const struct xattr_args *a, char *buf, ssize_t *n)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_xattr_target t = {0};
+	struct afs_fcache *fc = NULL;
+	struct stat st;
+	int rc = 0;
+
+	if (fstat(i->fd, &st))
+		return -errno;
+	t.is_root = i->nodeid == AFS_ROOT_NODEID;
+	t.is_reg = S_ISREG(st.st_mode);
+	t.shown_ino = afs_shown_ino(i);
+	t.st = &st;
+	if (!fs->default_permissions) {
+		char proc[AFS_PROCPATH_LEN];
+		struct afs_creds c;
+
+		afs_procpath(proc, i->fd);
+		rc = afs_req_creds_enter(req, &c, false);
+		if (rc)
+			return rc;
+		if (access(proc, op == X_GET ? R_OK : W_OK))
+			rc = -errno;
+		afs_creds_leave(&c);
+		if (rc)
+			return rc;
+	}
+	if (t.is_reg) {
+		/* A file never opened gets its cache state now (empty). */
+		rc = afs_fcache_attach(fs->ahead, &i->fc, i->fd, &st, &fc);
+		if (rc)
+			return rc;
+		t.fc = fc;
+	}
+	switch (op) {
+	case X_GET:
+		*n = afs_xattr_ahead_get(fs->ahead, &t, a->name, buf, a->size);
+		rc = *n < 0 ? (int)*n : 0;
+		break;
+	case X_SET:
+		rc = afs_xattr_ahead_set(fs->ahead, &t, a->name, a->value,
+					 a->size, a->flags,
+					 fuse_req_ctx(req)->uid, getuid());
+		break;
+	case X_REMOVE:
+		rc = afs_xattr_ahead_remove(&t, a->name);
+		break;
+	case X_LIST:
+		rc = -EINVAL;
+		break;
+	}
+	afs_fcache_put(fc);
+	return rc;
+}
 
 static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 			 const struct xattr_args *a)
@@ -37,12 +103,19 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 
 	if (!i)
 		return;
-	if ((op == X_GET || op == X_LIST) && a->size) {
-		buf = afs_thread_buf(a->size);
+	/* A list is always read whole: its size answer must leave out the
+	 * aheadfs names too. */
+	if ((op == X_GET && a->size) || op == X_LIST) {
+		buf = afs_thread_buf(op == X_LIST ? AFS_XATTR_VALUE_MAX
+						  : a->size);
 		if (!buf) {
 			rc = -ENOMEM;
 			goto out_put;
 		}
+	}
+	if (op != X_LIST && afs_xattr_ours(a->name)) {
+		rc = xattr_ours(req, i, op, a, buf, &n);
+		goto out_put;
 	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (rc)
@@ -56,7 +129,14 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 		n = setxattr(proc, a->name, a->value, a->size, a->flags);
 		break;
 	case X_LIST:
-		n = listxattr(proc, buf, a->size);
+		n = listxattr(proc, buf, AFS_XATTR_VALUE_MAX);
+		if (n >= 0)
+			n = (ssize_t)afs_xattr_ahead_filter_list(buf,
+								 (size_t)n);
+		if (n > 0 && a->size && (size_t)n > a->size) {
+			errno = ERANGE;
+			n = -1;
+		}
 		break;
 	case X_REMOVE:
 		n = removexattr(proc, a->name);

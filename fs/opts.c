@@ -84,7 +84,7 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"cache_size", OPT_BYTES, true, F(cache_size), 4 * 1024 * KIB,
 	 1024 * GIB, "aheadfs's page cache budget (default an eighth of RAM)"},
 	{"ra_max", OPT_BYTES, true, F(ra_max), 0, GIB,
-	 "largest readahead window (default max(1M, 2 x stripe width))"},
+	 "largest readahead window (default max(4M, 2 x stripe width))"},
 	{"ra_workers", OPT_UINT, true, F(ra_workers), 1, 64,
 	 "readahead worker threads (default 4)"},
 	{"stripe", OPT_BYTES, true, F(stripe), 0, 64 * GIB,

@@ -57,6 +57,7 @@ struct ra_engine {
 	struct ra_pool *pool;
 	struct ra_io_totals io; /* backing I/O over every file */
 	struct ra_counts c;
+	uint64_t tune; /* __atomic: the run-time tunables, see tune_word() */
 	uint64_t files; /* __atomic */
 	pthread_mutex_t geom_lock; /* guards geom[] */
 	struct {
@@ -78,6 +79,7 @@ struct ra_file {
 	struct ra_stream_table table;
 	enum ra_advice advice;
 	uint64_t max; /* base_max, doubled by RA_ADVICE_SEQUENTIAL */
+	uint64_t tune_seen; /* the engine's tune word base_max follows */
 	uint64_t waste_seen; /* the mapping's waste counter last charged */
 	/* Counters: relaxed atomics. */
 	struct ra_counts c;
@@ -109,6 +111,59 @@ static void counters_read(const struct ra_counts *c, struct ra_counts *out)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
+/*
+ * The tunables ra_engine_tune() may change, packed in one word so that a
+ * decision reads them together with one atomic load: bits 0-31 the window
+ * cap in pages (0: automatic), bits 32-33 the context rule, bit 34 set
+ * when the stream table is off.
+ */
+#define TUNE_MAX_MASK UINT64_C(0xffffffff)
+#define TUNE_CONTEXT_SHIFT 32
+#define TUNE_CONTEXT_MASK (UINT64_C(3) << TUNE_CONTEXT_SHIFT)
+#define TUNE_NO_TABLE (UINT64_C(1) << 34)
+
+static uint64_t tune_word(uint64_t max_bytes, enum ra_context_rule context,
+			  bool no_stream_table)
+{
+	return (max_bytes >> RA_PAGE_SHIFT) |
+	       ((uint64_t)context << TUNE_CONTEXT_SHIFT) |
+	       (no_stream_table ? TUNE_NO_TABLE : 0);
+}
+
+/* @f's window cap before advice under tune word @w. */
+static uint64_t tune_base_max(const struct ra_file *f, uint64_t w)
+{
+	uint64_t max = w & TUNE_MAX_MASK;
+
+	if (!max) {
+		uint64_t floor = f->e->cfg.auto_floor_bytes >> RA_PAGE_SHIFT;
+
+		max = f->geom.max_window >> RA_PAGE_SHIFT;
+		if (max < floor)
+			max = floor;
+	}
+	if (!max)
+		max = RA_GEOM_MIN_WINDOW >> RA_PAGE_SHIFT;
+	return max;
+}
+
+/* Bring @f's cap up to date with the engine's tunables (a change since
+ * the last call recomputes it).  Called with f->lock held, at the start of
+ * everything that reads f->max.  Return: the tune word in force. */
+static uint64_t tune_sync_locked(struct ra_file *f)
+{
+	uint64_t w = __atomic_load_n(&f->e->tune, __ATOMIC_ACQUIRE);
+
+	if (w != f->tune_seen) {
+		f->tune_seen = w;
+		f->base_max = tune_base_max(f, w);
+		f->max = f->advice == RA_ADVICE_SEQUENTIAL ? 2 * f->base_max
+							   : f->base_max;
+		f->table.max = f->max;
+	}
+	return w;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Engine                                                                  */
 
@@ -127,7 +182,9 @@ static int config_check(const struct ra_config *cfg)
 	struct ra_geometry g;
 
 	if (cfg->max_bytes % CACHE_PAGE_SIZE ||
-	    cfg->max_bytes > RA_MAX_BYTES_LIMIT)
+	    cfg->max_bytes > RA_MAX_BYTES_LIMIT ||
+	    cfg->auto_floor_bytes % CACHE_PAGE_SIZE ||
+	    cfg->auto_floor_bytes > RA_MAX_BYTES_LIMIT)
 		return -EINVAL;
 	if ((unsigned int)cfg->context > RA_CONTEXT_OFF ||
 	    (unsigned int)cfg->backing_io > RA_BACKING_IO_BUFFERED)
@@ -160,6 +217,7 @@ int ra_engine_create(const struct ra_config *cfg, struct cache *cache,
 		return -ENOMEM;
 	e->cfg = *cfg;
 	e->cfg.sysfs_root = NULL; /* not kept: probed per device below */
+	e->tune = tune_word(cfg->max_bytes, cfg->context, cfg->no_stream_table);
 	if (!e->cfg.workers)
 		e->cfg.workers = RA_DEFAULT_WORKERS;
 	if (!e->cfg.queue_depth)
@@ -292,10 +350,8 @@ int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
 	f->e = e;
 	f->refs = 1;
 	engine_geometry(e, dev, &f->geom);
-	f->base_max = e->cfg.max_bytes ? e->cfg.max_bytes >> RA_PAGE_SHIFT
-				       : f->geom.max_window >> RA_PAGE_SHIFT;
-	if (!f->base_max)
-		f->base_max = RA_GEOM_MIN_WINDOW >> RA_PAGE_SHIFT;
+	f->tune_seen = __atomic_load_n(&e->tune, __ATOMIC_ACQUIRE);
+	f->base_max = tune_base_max(f, f->tune_seen);
 	f->max = f->base_max;
 	ra_stream_table_init(&f->table, f->max);
 	rc = -pthread_mutex_init(&f->lock, NULL);
@@ -458,13 +514,14 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 		   uint64_t index, uint64_t nr, struct ra_decision *d)
 {
 	struct ra_view v = {view_prev_hole, view_next_hole, f->m};
+	struct ra_stream_table *table;
 	struct ra_params p;
 	struct ra_hstate h;
 	bool thrash = false;
+	uint64_t tune;
 	int slot;
 
 	p.eof = file_eof(f);
-	p.rule = f->e->cfg.context;
 	if (!async) {
 		/* A miss on a page read ahead and evicted unused: thrash. */
 		thrash = cache_ghost_test_clear(f->m, index);
@@ -478,6 +535,10 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	h.async_size = st->async_size;
 	h.prev_index = __atomic_load_n(&st->prev_index, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&f->lock);
+	tune = tune_sync_locked(f);
+	p.rule = (enum ra_context_rule)((tune & TUNE_CONTEXT_MASK) >>
+					TUNE_CONTEXT_SHIFT);
+	table = tune & TUNE_NO_TABLE ? NULL : &f->table;
 	feedback_locked(f, index, thrash);
 	p.max = f->max;
 	if (f->advice == RA_ADVICE_RANDOM) {
@@ -496,12 +557,9 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	}
 	rcu_read_lock();
 	if (async)
-		ra_decide_async(&h,
-				f->e->cfg.no_stream_table ? NULL : &f->table,
-				&p, &v, index, nr, d);
+		ra_decide_async(&h, table, &p, &v, index, nr, d);
 	else
-		ra_decide_sync(&h, f->e->cfg.no_stream_table ? NULL : &f->table,
-			       &p, &v, index, nr, d);
+		ra_decide_sync(&h, table, &p, &v, index, nr, d);
 	rcu_read_unlock();
 
 	slot = d->stream;
@@ -714,6 +772,7 @@ static void willneed(struct ra_file *f, uint64_t first, uint64_t last)
 	uint64_t max;
 
 	pthread_mutex_lock(&f->lock);
+	tune_sync_locked(f);
 	max = f->max;
 	pthread_mutex_unlock(&f->lock);
 	for (uint64_t i = first; i <= last; i += max) {
@@ -745,6 +804,7 @@ int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
 	case RA_ADVICE_SEQUENTIAL:
 	case RA_ADVICE_RANDOM:
 		pthread_mutex_lock(&f->lock);
+		tune_sync_locked(f);
 		f->advice = advice;
 		f->max = advice == RA_ADVICE_SEQUENTIAL ? 2 * f->base_max
 							: f->base_max;
@@ -778,6 +838,7 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 	st->backing_bytes = bs.bytes;
 
 	pthread_mutex_lock(&f->lock);
+	tune_sync_locked(f);
 	st->advice = f->advice;
 	st->max_window = f->max;
 	for (int i = 0; i < RA_STREAMS && st->nr_streams < RA_STATS_STREAMS;
@@ -798,4 +859,49 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 		st->nr_streams++;
 	}
 	pthread_mutex_unlock(&f->lock);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Run-time tuning                                                         */
+
+int ra_engine_tune(struct ra_engine *e, const struct ra_tuning *t,
+		   unsigned int what)
+{
+	uint64_t old, w;
+
+	if (!e || !t ||
+	    what & ~(RA_TUNE_MAX | RA_TUNE_CONTEXT | RA_TUNE_STREAM_TABLE))
+		return -EINVAL;
+	/* The rules of config_check(). */
+	if (what & RA_TUNE_MAX && (t->max_bytes % CACHE_PAGE_SIZE ||
+				   t->max_bytes > RA_MAX_BYTES_LIMIT))
+		return -EINVAL;
+	if (what & RA_TUNE_CONTEXT && (unsigned int)t->context > RA_CONTEXT_OFF)
+		return -EINVAL;
+	/* Each call changes only its own fields, whatever runs at once. */
+	old = __atomic_load_n(&e->tune, __ATOMIC_RELAXED);
+	do {
+		w = old;
+		if (what & RA_TUNE_MAX)
+			w = (w & ~TUNE_MAX_MASK) |
+			    (t->max_bytes >> RA_PAGE_SHIFT);
+		if (what & RA_TUNE_CONTEXT)
+			w = (w & ~TUNE_CONTEXT_MASK) |
+			    ((uint64_t)t->context << TUNE_CONTEXT_SHIFT);
+		if (what & RA_TUNE_STREAM_TABLE)
+			w = t->stream_table ? w & ~TUNE_NO_TABLE
+					    : w | TUNE_NO_TABLE;
+	} while (!__atomic_compare_exchange_n(
+		&e->tune, &old, w, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	return 0;
+}
+
+void ra_engine_tuning(struct ra_engine *e, struct ra_tuning *out)
+{
+	uint64_t w = __atomic_load_n(&e->tune, __ATOMIC_ACQUIRE);
+
+	out->max_bytes = (w & TUNE_MAX_MASK) << RA_PAGE_SHIFT;
+	out->context = (enum ra_context_rule)((w & TUNE_CONTEXT_MASK) >>
+					      TUNE_CONTEXT_SHIFT);
+	out->stream_table = !(w & TUNE_NO_TABLE);
 }

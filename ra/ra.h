@@ -112,9 +112,15 @@ enum ra_backing_io {
  *		0: probe sysfs.
  * @backing_io: O_DIRECT or buffered backing reads.
  * @sysfs_root:	NULL: "/sys" (tests pass a fake tree).
+ * @auto_floor_bytes: the least automatic cap (@max_bytes 0); 0: 1 MiB.
+ *		The daemon raises it above the kernel's largest FUSE request,
+ *		or its windows could never get ahead of the kernel's own
+ *		readahead (docs/benchmarks.md).  A multiple of 4 KiB, at most
+ *		1 GiB.
  */
 struct ra_config {
 	uint64_t max_bytes;
+	uint64_t auto_floor_bytes;
 	enum ra_context_rule context;
 	bool no_stream_table;
 	unsigned int workers;
@@ -308,5 +314,51 @@ const char *ra_advice_name(enum ra_advice advice);
  * Return: 0 and *@out, or -EINVAL.
  */
 int ra_advice_parse(const char *s, enum ra_advice *out);
+
+/* ---------------------------------------------------------------------- */
+/* Run-time tuning (the mount root's user.aheadfs.* tunables)              */
+
+/**
+ * struct ra_tuning - The engine parameters that may change while files are
+ * open.
+ * @max_bytes:	as ra_config.max_bytes: the window cap; 0: automatic per
+ *		backing device.  A multiple of 4 KiB, at most 1 GiB.
+ * @context:	the context rule.
+ * @stream_table: the per-inode stream table is used (the opposite of
+ *		ra_config.no_stream_table).
+ */
+struct ra_tuning {
+	uint64_t max_bytes;
+	enum ra_context_rule context;
+	bool stream_table;
+};
+
+/* ra_engine_tune() @what: the fields of struct ra_tuning to change. */
+#define RA_TUNE_MAX 0x1u
+#define RA_TUNE_CONTEXT 0x2u
+#define RA_TUNE_STREAM_TABLE 0x4u
+
+/**
+ * ra_engine_tune() - Change the fields of @t named by @what.
+ *
+ * Checked as ra_engine_create() checks them; on -EINVAL nothing changes
+ * (the other fields of the same call neither).  Every decision that starts
+ * after this returns, on every file open or opened later, uses the new
+ * values (the window cap of a file with sequential advice is twice the new
+ * cap); windows already decided or queued are not redone.  Concurrent
+ * calls each change only their own fields.
+ * Context: Any thread; no lock (one atomic word the decisions read).
+ * Return: 0, or -EINVAL (a value out of range, an unknown bit in @what,
+ * @t NULL).
+ */
+int ra_engine_tune(struct ra_engine *e, const struct ra_tuning *t,
+		   unsigned int what);
+
+/**
+ * ra_engine_tuning() - The values in force (those of ra_engine_create()
+ * until ra_engine_tune() changed them).
+ * Context: Any thread; one atomic load.
+ */
+void ra_engine_tuning(struct ra_engine *e, struct ra_tuning *out);
 
 #endif /* AHEADFS_RA_RA_H */

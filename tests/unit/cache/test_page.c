@@ -398,6 +398,33 @@ static void test_history_present_for_prev_hole_only(void **state)
 	assert_true(has_data(f->m, 9));
 }
 
+static int history_setup(void **state)
+{
+	struct cache_config cfg = {
+		.budget_bytes = budget_for(1024),
+		.manual_reclaim = true,
+		.history_max = 100,
+	};
+
+	return fixture_setup_cfg(state, &cfg);
+}
+
+static void test_history_bounded_lowest_first(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_mapping_stats st;
+
+	fill_range(f->m, 0, 200, 0);
+	assert_int_equal(cache_page_drop_to_history(f->m, 0, 199), 200);
+	cache_mapping_stats(f->m, &st);
+	/* Trimmed to three quarters of the limit, oldest offsets first. */
+	assert_int_equal(st.history_pages, 75);
+	assert_int_equal(st.history_trimmed, 125);
+	rcu_read_lock();
+	assert_int_equal(cache_prev_hole_rcu(f->m, 199, 1000), 124);
+	rcu_read_unlock();
+}
+
 static void test_drop_to_history_skips_locked(void **state)
 {
 	struct fixture *f = *state;
@@ -561,6 +588,9 @@ int main(void)
 		T(test_invalidate_range_and_history),
 		T(test_history_present_for_prev_hole_only),
 		T(test_drop_to_history_skips_locked),
+		cmocka_unit_test_setup_teardown(
+			test_history_bounded_lowest_first, history_setup,
+			fixture_teardown),
 		T(test_revalidate_drops_on_change_only),
 		T(test_last_put_with_io_in_flight),
 		T(test_gang_lookup_range),

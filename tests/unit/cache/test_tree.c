@@ -299,6 +299,15 @@ static uint64_t ref_prev_hole(const struct model *md, uint64_t index,
 	return hole;
 }
 
+static void expect_scan(const char *name, unsigned int set, uint64_t index,
+			uint64_t max_scan, uint64_t got, uint64_t want)
+{
+	if (got != want)
+		fail_msg("set %u %s(%lu, %lu) = %lu, want %lu", set, name,
+			 (unsigned long)index, (unsigned long)max_scan,
+			 (unsigned long)got, (unsigned long)want);
+}
+
 static void test_hole_scans_match_model(void **state)
 {
 	struct cache_tree *t = *state;
@@ -339,26 +348,14 @@ static void test_hole_scans_match_model(void **state)
 				max_scan = index + 1;
 				break;
 			}
-			uint64_t got =
-				cache_tree_next_hole_rcu(t, index, max_scan);
-			uint64_t want = ref_next_hole(&md, index, max_scan);
-
-			if (got != want)
-				fail_msg("set %u next_hole(%lu, %lu) = %lu, "
-					 "want %lu",
-					 s, (unsigned long)index,
-					 (unsigned long)max_scan,
-					 (unsigned long)got,
-					 (unsigned long)want);
-			got = cache_tree_prev_hole_rcu(t, index, max_scan);
-			want = ref_prev_hole(&md, index, max_scan);
-			if (got != want)
-				fail_msg("set %u prev_hole(%lu, %lu) = %lu, "
-					 "want %lu",
-					 s, (unsigned long)index,
-					 (unsigned long)max_scan,
-					 (unsigned long)got,
-					 (unsigned long)want);
+			expect_scan(
+				"next_hole", s, index, max_scan,
+				cache_tree_next_hole_rcu(t, index, max_scan),
+				ref_next_hole(&md, index, max_scan));
+			expect_scan(
+				"prev_hole", s, index, max_scan,
+				cache_tree_prev_hole_rcu(t, index, max_scan),
+				ref_prev_hole(&md, index, max_scan));
 		}
 		cache_tree_clear(t);
 		model_free(&md);

@@ -111,6 +111,20 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Page @i read straight from the backing, as the read path does when the
+ * cache has no room; its bytes are checked too. */
+static void read_uncached(struct fixture *fx, uint64_t i)
+{
+	uint8_t buf[4096];
+	ssize_t n = pread(fx->fd, buf, sizeof(buf), (off_t)(i * 4096));
+
+	assert_true(n >= 0);
+	for (ssize_t b = 0; b < n; b++)
+		if (buf[b] != pattern(i * 4096 + (uint64_t)b))
+			fail_msg("uncached page %llu byte %lld differs",
+				 (unsigned long long)i, (long long)b);
+}
+
 /*
  * Read pages [index, index + nr) as the FUSE read path does and check every
  * byte.  Return: pages served.
@@ -133,8 +147,18 @@ static uint64_t read_pages(struct fixture *fx, struct ra_state *st,
 		p = cache_lookup_rcu(fx->m, i);
 		if (!p) {
 			rcu_read_unlock();
-			assert_int_equal(ra_sync_miss(fx->f, st, i, end - i),
-					 0);
+			rc = ra_sync_miss(fx->f, st, i, end - i);
+			if (rc == -ENOSPC) {
+				/* No room for the reader's pages (a small
+				 * budget still held by pages in flight or in
+				 * their grace period, e.g. under TSan): the
+				 * read path serves the page from the backing
+				 * directly, and so does this one. */
+				read_uncached(fx, i);
+				served++;
+				continue;
+			}
+			assert_int_equal(rc, 0);
 			goto again;
 		}
 		mark = cache_page_test_clear_readahead(p);
@@ -573,11 +597,37 @@ static void test_thrash_in_a_small_cache(void **state)
 	assert_true(fs.streams[0].cap < 256);
 }
 
+static int setup_floor(void **state)
+{
+	struct ra_config rc = {.auto_floor_bytes = 4 << 20};
+
+	return setup_with(state, 8 << 20, &rc, 64 << 20);
+}
+
+/* The automatic cap (no ra_max) is raised to the floor the daemon asks for
+ * (above the kernel's 1 MiB FUSE requests); an explicit one is not. */
+static void test_auto_floor(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_file_stats fs;
+
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.max_window, 1024);
+	assert_int_equal(
+		ra_engine_tune(fx->e, &(struct ra_tuning){.max_bytes = 1 << 20},
+			       RA_TUNE_MAX),
+		0);
+	ra_file_stats(fx->f, &fs);
+	assert_int_equal(fs.max_window, 256);
+}
+
 static void test_config_checked(void **state)
 {
 	struct cache_config cc = {.budget_bytes = 16 << 20};
 	struct ra_config bad[] = {
 		{.max_bytes = 4097},
+		{.auto_floor_bytes = 4097},
+		{.auto_floor_bytes = (2ull << 30)},
 		{.max_bytes = (2ull << 30)},
 		{.workers = 65},
 		{.queue_depth = 70000},
@@ -684,6 +734,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_striped_windows,
 						setup_striped, teardown),
 		cmocka_unit_test(test_config_checked),
+		cmocka_unit_test_setup_teardown(test_auto_floor, setup_floor,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
