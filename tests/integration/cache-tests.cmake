@@ -1,0 +1,40 @@
+# cache-tests.cmake - integration tests of aheadfs's own page cache and
+# readahead through a real mount (issue 5), included from CMakeLists.txt.
+#
+# Each script sources lib.sh and cache_lib.sh; AFS_READ_MODE picks the read
+# mode (kernel when unset): the key tests are registered once per mode, the
+# direct one as integration/<name>_direct.
+#
+# afs_ahead_io  seeded pattern files and checked reads (sequential,
+#               cooperative threads, random), getxattr size-first
+add_executable(afs_ahead_io ahead_io.c)
+target_link_libraries(afs_ahead_io PRIVATE Threads::Threads)
+
+if(NOT TARGET aheadfs)
+	return()
+endif()
+
+# afs_cache_test(NAME TIMEOUT [direct])
+function(afs_cache_test name timeout)
+	afs_script_test(${name} ${name}.sh TIMEOUT ${timeout} LABELS readpath)
+	set_property(TEST integration/${name} APPEND PROPERTY ENVIRONMENT
+		"AHEADFS_STAT=$<TARGET_FILE:aheadfs-stat>")
+	if(ARGN STREQUAL "direct")
+		afs_script_test(${name}_direct ${name}.sh TIMEOUT ${timeout}
+			LABELS readpath)
+		set_property(TEST integration/${name}_direct APPEND PROPERTY
+			ENVIRONMENT "AFS_READ_MODE=direct"
+			"AHEADFS_STAT=$<TARGET_FILE:aheadfs-stat>")
+	endif()
+endfunction()
+
+afs_cache_test(cache_seq 120 direct)
+afs_cache_test(cache_coop 150 direct)
+afs_cache_test(cache_random 120 direct)
+afs_cache_test(cache_advice 90 direct)
+afs_cache_test(cache_bounded 180 direct)
+afs_cache_test(cache_coherency 180 direct)
+afs_cache_test(cache_programs 180 direct)
+afs_cache_test(cache_nginx 120 direct)
+afs_cache_test(cache_xattr 120)
+afs_cache_test(cache_badopts 90)

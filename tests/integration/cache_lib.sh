@@ -1,0 +1,105 @@
+# cache_lib.sh - shared by the cache_*.sh tests (aheadfs's own page cache and
+# readahead, issue 5): sourced after lib.sh.
+#
+# Sets:
+#   AC_MODE   the read mode under test: $AFS_READ_MODE (ctest registers the
+#             key tests once per mode), default kernel
+#   AC_IO     the afs_ahead_io helper (seeded pattern files, checked reads)
+#
+# Functions:
+#   ac_mount_ext4 MIB [OPT,...]  a real ext4 volume (lib.sh's loop helper),
+#                            then the daemon with -o read_mode=$AC_MODE[,OPT]
+#   ac_stats PATH            the user.aheadfs.stats value of PATH (JSON), read
+#                            size-first like getfattr
+#   ac_xattr PATH NAME       any xattr value, the same way
+#   ac_assert JSON EXPR [MSG]  EXPR (Python) must be true; g("a.b") is the
+#                            field a.b of JSON (list items by number); on
+#                            failure prints EXPR with every g() value, the
+#                            JSON and the daemon log, and fails the test
+#   ac_get JSON PATH         print one field
+#   ac_show LABEL JSON       one summary line of a file's stats on stdout
+#   ac_vmhwm                 the daemon's peak RSS in KiB (VmHWM)
+
+AC_MODE=${AFS_READ_MODE:-kernel}
+AC_IO=$AFS_TESTBIN/afs_ahead_io
+[ -x "$AC_IO" ] || afs_fail "$AC_IO missing (build the tests)"
+command -v python3 >/dev/null || afs_fail "python3 missing"
+case "$AC_MODE" in
+kernel | direct) ;;
+*) afs_fail "AFS_READ_MODE must be kernel or direct, not '$AC_MODE'" ;;
+esac
+
+ac_mount_ext4()
+{
+	local mib=$1 extra=${2:-}
+	afs_loop_ext4 "$mib"
+	afs_mount -o "read_mode=$AC_MODE${extra:+,$extra}"
+}
+
+ac_xattr()
+{
+	"$AC_IO" xattr "$1" "$2" || afs_fail "getxattr $2 on $1 failed"
+}
+
+ac_stats()
+{
+	ac_xattr "$1" user.aheadfs.stats
+}
+
+_ac_py='
+import json, sys
+j = json.loads(sys.argv[1])
+seen = {}
+def g(path):
+    v = j
+    for k in path.split("."):
+        v = v[int(k)] if isinstance(v, list) else v[k]
+    seen[path] = v
+    return v
+'
+
+ac_assert()
+{
+	local json=$1 expr=$2 msg=${3:-}
+	if ! python3 -c "$_ac_py"'
+try:
+    ok = eval(sys.argv[2])
+except Exception as e:
+    print("ac_assert: %s: %r" % (sys.argv[2], e), file=sys.stderr)
+    ok = False
+if not ok:
+    print("assertion failed: %s  (%s)" % (sys.argv[2], ", ".join(
+        "%s=%s" % kv for kv in seen.items())), file=sys.stderr)
+    print(json.dumps(j, indent=1), file=sys.stderr)
+    sys.exit(1)
+' "$json" "$expr"; then
+		_afs_show_log "$AFS_LOG"
+		afs_fail "[$AC_MODE] ${msg:-stats assertion}: $expr"
+	fi
+}
+
+ac_get()
+{
+	python3 -c "$_ac_py"'
+print(g(sys.argv[2]))' "$1" "$2" || afs_fail "no field $2 in: $1"
+}
+
+ac_show()
+{
+	python3 -c "$_ac_py"'
+ra, c, b = j["readahead"], j["cache"], j["backing"]
+avg = b["bytes"] // b["reads"] if b["reads"] else 0
+print("%s [%s]: pages %d misses %d hits %d cached %d | backing reads %d "
+      "bytes %d avg %dK amp %s | ra sync %d async %d context %d random %d "
+      "stream %d windows %d | uncached %d" % (sys.argv[2], sys.argv[3],
+      j["file"]["pages"], c["misses"], c["hits"], c["cached_pages"],
+      b["reads"], b["bytes"], avg // 1024, b["amplification"], ra["sync"],
+      ra["async"], ra["context"], ra["random"], ra["stream"],
+      ra["windows"], j["uncached_reads"]))' "$2" "$1" "$AC_MODE" ||
+		afs_fail "stats of $1 not in the documented form: $2"
+}
+
+ac_vmhwm()
+{
+	awk '/^VmHWM:/ { print $2 }' "/proc/$AFS_PID/status"
+}
