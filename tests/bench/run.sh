@@ -13,7 +13,8 @@
 #                            (e.g. aheadfs-context_ra=off+ra_max=4M)
 #   RUNS     runs per cell; the median is reported (default 3)
 #   REGEX    only the workloads whose name matches (grep -E)
-#   RESULTS  also write the table there (markdown)
+#   RESULTS  also write the table there (markdown), the medians as
+#            RESULTS.tsv (workload, target, MB/s) for tests/bench/plot.sh
 # Environment: AHEADFS (the daemon), READ_PATTERNS (the workload program);
 # both default to build/release.  Needs root: loop devices, drop_caches.
 #
@@ -154,3 +155,10 @@ done
 		echo
 	done
 } | tee ${out:+"$out"}
+if [ -n "$out" ]; then
+	for w in "${workloads[@]}"; do
+		for t in "${tlist[@]}"; do
+			printf '%s\t%s\t%s\n' "${w%%|*}" "$t" "${result[${w%%|*},$t]}"
+		done
+	done >"$out.tsv"
+fi
