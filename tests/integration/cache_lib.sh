@@ -16,6 +16,9 @@
 #                            field a.b of JSON (list items by number); on
 #                            failure prints EXPR with every g() value, the
 #                            JSON and the daemon log, and fails the test
+#                            (with AC_SOFT=1: counts the failure and goes
+#                            on; ac_soft_end then fails the test)
+#   ac_soft_end              fail if a soft assertion failed
 #   ac_get JSON PATH         print one field
 #   ac_show LABEL JSON       one summary line of a file's stats on stdout
 #   ac_vmhwm                 the daemon's peak RSS in KiB (VmHWM)
@@ -73,9 +76,22 @@ if not ok:
     print(json.dumps(j, indent=1), file=sys.stderr)
     sys.exit(1)
 ' "$json" "$expr"; then
+		if [ -n "${AC_SOFT:-}" ]; then
+			echo "FAIL (going on): $AFS_TEST_NAME: [$AC_MODE]" \
+				"${msg:-stats assertion}: $expr" >&2
+			_ac_soft_failed=$((_ac_soft_failed + 1))
+			return 0
+		fi
 		_afs_show_log "$AFS_LOG"
 		afs_fail "[$AC_MODE] ${msg:-stats assertion}: $expr"
 	fi
+}
+
+_ac_soft_failed=0
+ac_soft_end()
+{
+	[ "$_ac_soft_failed" -eq 0 ] ||
+		afs_fail "[$AC_MODE] $_ac_soft_failed stats assertion(s) failed"
 }
 
 ac_get()
