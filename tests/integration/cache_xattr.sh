@@ -23,7 +23,7 @@ command -v getfattr >/dev/null || afs_fail "getfattr missing (package attr)"
 
 M=$AFS_MNT
 size=$((4 << 20))
-afs_loop_ext4 64
+afs_loop_ext4 300
 S=$AFS_SRC
 "$AC_IO" fill "$S/f" "$size" 101
 chmod 0644 "$S/f"
@@ -122,6 +122,16 @@ for v in maybe "" ONN; do
 done
 [ "$(tun ra_max)" -eq $((2 << 20)) ] && [ "$(tun context_ra)" = loose ] &&
 	[ "$(tun stream_table)" = off ] || afs_fail "a refused value changed a tunable"
+# A tunable takes effect: with ra_max=256K a new sequential reader's async
+# windows are at most 64 pages (the kernel's own 1 MiB requests are still
+# read whole: "oversize" decisions).
+setfattr -n user.aheadfs.ra_max -v 256K "$M" || afs_fail "set ra_max=256K"
+"$AC_IO" fill "$S/small_ra" $((8 << 20)) 103
+"$AC_IO" check "$M/small_ra" 103 >/dev/null || afs_fail "read of small_ra"
+js=$(ac_stats "$M/small_ra")
+ac_assert "$js" "g('readahead.max_window_pages') == 64 and g('readahead.async') > 0 and g('readahead.async_pages') <= 64 * g('readahead.async')" \
+	"ra_max=256K set at run time did not bound the windows"
+ac_assert "$js" "all(s['size'] <= 64 and s['cap'] <= 64 for s in g('streams'))"
 setfattr -n user.aheadfs.ra_max -v 0 "$M" || afs_fail "set ra_max=0 (automatic)"
 setfattr -n user.aheadfs.context_ra -v on "$M"
 setfattr -n user.aheadfs.stream_table -v on "$M"
@@ -167,6 +177,29 @@ ujs=$(afs_as_user getfattr --only-values -n user.aheadfs.stats "$M/f") ||
 ac_assert "$ujs" "g('file.size') == $size"
 afs_as_user getfattr --only-values -n user.aheadfs.map "$M/f" >/dev/null ||
 	afs_fail "user $AFS_USER cannot read the map of a file it can read"
+
+# The map as scaled cells: 6000 separate cached runs (8 KiB reads on a
+# 16 KiB grid, read_mode=direct keeps them) do not fit 64 KiB as runs.
+pid1=$AFS_PID log1=$AFS_LOG
+M2=$AFS_WORK/mnt2
+mkdir "$M2"
+AFS_MNT=$M2 afs_mount -o read_mode=direct
+big=$((192 << 20))
+"$AC_IO" fill "$S/cells" "$big" 104
+"$AC_IO" random "$M2/cells" 104 6000 8K 7 "$big" 16K >/dev/null ||
+	afs_fail "grid reads of cells"
+map=$(ac_xattr "$M2/cells" user.aheadfs.map)
+ac_assert "$map" "list(j) == ['file_pages', 'cached_pages', 'pages_per_cell', 'cells'] and g('file_pages') == $((big >> 12))" \
+	"6000 runs did not turn the map into cells"
+ac_assert "$map" "g('cached_pages') == 12000 and g('pages_per_cell') >= 1 and len(g('cells')) == -(-g('file_pages') // g('pages_per_cell')) and set(g('cells')) <= set('012345678') and len(g('cells')) <= 65536" \
+	"cells do not describe the file"
+ac_assert "$map" "abs(sum(int(c) for c in g('cells')) * g('pages_per_cell') / 8 - 12000) <= len(g('cells')) * g('pages_per_cell') / 8" \
+	"cells do not add up to the cached pages"
+out=$("$AHEADFS_STAT" --map "$M2/cells") || afs_fail "aheadfs-stat --map (cells)"
+grep -q "cached 12000 of $((big >> 12)) pages" <<<"$out" ||
+	afs_fail "aheadfs-stat --map on cells: $out"
+AFS_MNT=$M2 afs_umount
+AFS_PID=$pid1 AFS_LOG=$log1
 
 # aheadfs-stat: table, map, JSON.
 table=$("$AHEADFS_STAT" "$M/f") || afs_fail "aheadfs-stat failed"
