@@ -6,7 +6,11 @@
 # thread pool).  Each thread alone looks random; together they stream.  The
 # stats must show readahead that saw the stream (context or stream-table
 # windows, or async windows) and large backing reads, and every byte must be
-# right.  Each pattern reads its own never-read file.
+# right.  Each pattern reads its own never-read file.  Then another process
+# reads the first file again through a hard link (made on the backing
+# before anything was read: a link changes the inode's ctime, which is a
+# change behind the mount): one mapping per backing inode, so nothing is
+# read from the backing again.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cache_lib.sh"
@@ -19,6 +23,7 @@ ac_mount_ext4 200
 for handle in one per-request; do
 	f=coop-$handle
 	"$AC_IO" fill "$AFS_SRC/$f" "$size" 21
+	[ "$handle" != one ] || ln "$AFS_SRC/$f" "$AFS_SRC/coop-link"
 	"$AC_IO" coop "$AFS_MNT/$f" 21 4 11K "$handle" >/dev/null ||
 		afs_fail "[$AC_MODE] $handle: wrong bytes"
 	js=$(ac_stats "$AFS_MNT/$f")
@@ -39,4 +44,10 @@ for handle in one per-request; do
 		"$handle: misses are not far below the pages read"
 	ac_assert "$js" "g('readahead.errors') == 0 and g('cache.errors') == 0"
 done
+before=$(ac_get "$(ac_stats "$AFS_MNT/coop-one")" backing.bytes)
+"$AC_IO" check "$AFS_MNT/coop-link" 21 >/dev/null ||
+	afs_fail "[$AC_MODE] read through the hard link: wrong bytes"
+js=$(ac_stats "$AFS_MNT/coop-link")
+ac_assert "$js" "g('backing.bytes') == $before and g('file.ino') == $(stat -c %i "$AFS_MNT/coop-one")" \
+	"a second name of the file did not share its cached pages"
 afs_umount
