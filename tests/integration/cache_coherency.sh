@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cache_coherency.sh - with the cache on, readers through the mount see:
 #   - writes made through the mount (same open and a fresh one), over pages
-#     aheadfs has cached;
+#     aheadfs has cached; a 4 KiB write drops what it covers, not the whole
+#     file (the next read does not fetch the file again from the backing);
 #   - writes made behind the mount (on the backing directly) once the file is
 #     opened again (close-to-open), counted as a revalidation in the stats;
 #   - truncates through the mount (shrink: nothing past the end; grow: zeros)
@@ -98,4 +99,19 @@ for f in "$S"/integ/*; do
 done
 root=$(ac_stats "$M")
 ac_assert "$root" "g('backing.errors') == 0 and g('readahead.errors') == 0"
+# Last: the checks above are about bytes, this one about cost.
+# A small write drops the pages it covers, not the file: reading the whole
+# file again after it fetches at most the written page and one readahead
+# window after it (< 3 MiB: the write is 3 MiB before EOF), not 8 MiB.
+"$AC_IO" fill "$S/s" "$size" 65
+"$AC_IO" check "$M/s" 65 >/dev/null || afs_fail "[$AC_MODE] first read of s"
+before=$(ac_get "$(ac_stats "$M/s")" backing.bytes)
+"$AC_IO" write "$M/s" 66 $((5 << 20)) 4096 || afs_fail "write through the mount"
+"$AC_IO" check "$M/s" 65 64K 0 $((5 << 20)) >/dev/null &&
+	"$AC_IO" check "$M/s" 66 64K $((5 << 20)) 4096 >/dev/null &&
+	"$AC_IO" check "$M/s" 65 64K $((5 << 20 | 4096)) >/dev/null ||
+	afs_fail "[$AC_MODE] wrong bytes after a 4 KiB write"
+js=$(ac_stats "$M/s")
+ac_assert "$js" "g('backing.bytes') - $before <= 3 << 20" \
+	"a 4 KiB write through the mount made the next read fetch the whole file again"
 afs_umount

@@ -16,8 +16,6 @@ afs_require_root
 size=$((48 << 20))
 pages=$((size / 4096))
 ac_mount_ext4 200
-miss_div=4
-[ "$AC_MODE" = direct ] || miss_div=2
 for handle in one per-request; do
 	f=coop-$handle
 	"$AC_IO" fill "$AFS_SRC/$f" "$size" 21
@@ -35,9 +33,9 @@ for handle in one per-request; do
 		"$handle: the file was not read from the backing about once"
 	ac_assert "$js" "g('readahead.async_pages') * 10 >= $pages * 8" \
 		"$handle: the stream was not read ahead asynchronously"
-	# Misses include pages waited on under an in-flight window (see
-	# cache_seq.sh); measured 2-9 % (direct), 2-31 % (kernel).
-	ac_assert "$js" "g('cache.misses') * $miss_div <= $pages" \
+	# Misses: absent pages (see cache_seq.sh); measured 4-14 of 12288
+	# (direct), 68-143 (kernel).
+	ac_assert "$js" "g('cache.misses') * 20 <= $pages" \
 		"$handle: misses are not far below the pages read"
 	ac_assert "$js" "g('readahead.errors') == 0 and g('cache.errors') == 0"
 done
