@@ -178,8 +178,13 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	if (capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
-	if (capable & FUSE_CAP_AUTO_INVAL_DATA)
-		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	/* Not AUTO_INVAL_DATA: with it the kernel drops a file's whole page
+	 * cache whenever the mtime it gets differs from its own, which every
+	 * write through the mount causes (the kernel stamps its own mtime),
+	 * so a 4 KiB write made the next read fetch the whole file again.
+	 * Changes behind the mount reach the kernel's cache at open
+	 * (close-to-open: keep_cache off, attributes invalidated). */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* Room for the kernel's background (readahead) requests: past the
 	 * congestion threshold it silently skips async readahead. */
 	conn->max_background = AFS_MAX_BACKGROUND;
@@ -267,9 +272,9 @@ void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		struct stat backing = st;
 
 		/* Close-to-open plus: a change behind the mount seen here
-		 * drops aheadfs's pages; the kernel drops its own when the
-		 * attributes it gets show a new mtime or size
-		 * (FUSE_CAP_AUTO_INVAL_DATA). */
+		 * drops aheadfs's pages (what direct-mode reads and the
+		 * kernel's next misses get); the kernel's own pages go at the
+		 * next open. */
 		backing.st_ino = (ino_t)i->ino;
 		if (fc)
 			afs_ahead_revalidate(fs->ahead, fc, &backing);

@@ -242,9 +242,12 @@ static void stream_sync(struct ra_hstate *st, struct ra_stream_table *t,
 		decision_set(p, d, RA_KIND_STREAM_REFILL, index, size,
 			     size > req ? size - req : size / 2);
 	} else {
-		/* A late request in front of the stream: fill the gap up to
-		 * the window, leave the window where it is. */
-		size = u64_max(req, u64_min(s->start - index, max));
+		/* A late request in front of the stream whose pages are gone
+		 * (or were skipped): read what it asks, no more -- it is the
+		 * stream's (not random), but the pages around it were read
+		 * once already or are being asked for by the other late
+		 * requests; leave the window where it is. */
+		size = req;
 		decision_set(p, d, RA_KIND_STREAM_BEHIND, index, size, 0);
 		s->last_use = t->tick;
 		d->stream = slot;
@@ -279,6 +282,7 @@ void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *t,
 		    uint64_t index, uint64_t req, struct ra_decision *d)
 {
 	int slot, cand;
+	bool followed;
 
 	if (!req)
 		req = 1;
@@ -290,9 +294,18 @@ void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *t,
 
 	t->tick++;
 	slot = ra_stream_match(t, index, req);
+	/* Only a stream readers have followed (its mark was reached: a
+	 * second window) claims a request the per-handle rules call random
+	 * (rules 1 and 4).  A lone window -- a program reading a file's
+	 * header, a context hit among random reads -- must not turn the
+	 * random reads near it into a stream: each one claimed would grow
+	 * the window and its reach, and random reads would snowball into
+	 * readahead (a header read then 600 random 8 KiB reads read 120 MB
+	 * from the backing before this rule). */
+	followed = slot >= 0 && t->s[slot].windows >= 2;
 	/* 1: a page of a stream's window is gone: refill it at the stream's
 	 * (thrash-capped) size. */
-	if (slot >= 0 && index >= t->s[slot].start &&
+	if (followed && index >= t->s[slot].start &&
 	    index < t->s[slot].start + t->s[slot].size) {
 		stream_sync(st, t, slot, p, index, req, d);
 		return;
@@ -314,7 +327,7 @@ void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *t,
 		return;
 	}
 	/* 4: within a stream's reach (a reordered request): continue it. */
-	if (slot >= 0) {
+	if (followed) {
 		stream_sync(st, t, slot, p, index, req, d);
 		return;
 	}

@@ -26,6 +26,10 @@
  * When several reach @index, the closest wins (0 inside the window), ties
  * to the most recently used.
  *
+ * Only a *followed* stream (readers reached its mark: S.windows >= 2) claims
+ * requests in rules 1 and 4 (decide.c): a lone window, such as a header read
+ * among random reads, must not capture the random reads near it.
+ *
  * Sync miss at @index, @req pages, in this order:
  *   1. @index inside S's window (its pages were read ahead and are gone:
  *      evicted, thrashed, invalidated): STREAM_REFILL, start = @index,
@@ -50,9 +54,8 @@
  *        window covers the request; if the cap cannot cover it, the window
  *        starts at @index instead (the gap is filled by the late requests).
  *      - @index < S.start (a late request whose pages the stream skipped
- *        or lost): STREAM_BEHIND, read [@index, @index + n) with n =
- *        max(req, min(S.start - @index, cap)), no mark; S's window and the
- *        handle's stay as they are.
+ *        or lost): STREAM_BEHIND, read exactly [@index, @index + req), no
+ *        mark; S's window and the handle's stay as they are.
  *   5. Otherwise random: read exactly the request; it leaves (or refreshes)
  *      a candidate with next = @index + req.  Random reads never touch an
  *      ACTIVE stream.
