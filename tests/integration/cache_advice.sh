@@ -16,6 +16,7 @@ pages=$((size / 4096))
 ac_mount_ext4 64
 f=$AFS_MNT/adv
 "$AC_IO" fill "$AFS_SRC/adv" "$size" 41
+ac_hold "$AFS_MNT/adv"
 [ "$(ac_xattr "$f" user.aheadfs.advice)" = normal ] ||
 	afs_fail "advice of a fresh file is not normal"
 
@@ -83,4 +84,4 @@ python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.aheadfs.advice", b"se
 	afs_fail "advice with a trailing newline not in force"
 js=$(ac_stats "$f")
 ac_assert "$js" "g('readahead.advice') == 'sequential'"
-afs_umount
+ac_umount

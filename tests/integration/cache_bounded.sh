@@ -14,6 +14,7 @@ budget=$((64 << 20))
 size=$((160 << 20))
 ac_mount_ext4 256 cache_size=64M
 "$AC_IO" fill "$AFS_SRC/big" "$size" 51
+ac_hold "$AFS_MNT/big"
 hwm0=$(ac_vmhwm)
 "$AC_IO" check "$AFS_MNT/big" 51 1M >/dev/null ||
 	afs_fail "[$AC_MODE] the 160 MiB file read back wrong"
@@ -44,4 +45,4 @@ else
 	[ "$hwm" -le $(((budget >> 10) + 65536)) ] ||
 		afs_fail "[$AC_MODE] daemon VmHWM $hwm KiB above budget + 64 MiB"
 fi
-afs_umount
+ac_umount

@@ -22,6 +22,7 @@ S=$AFS_SRC
 
 # Write through the mount over cached pages.
 "$AC_IO" fill "$S/w" "$size" 61
+ac_hold "$M/w"
 "$AC_IO" check "$M/w" 61 >/dev/null || afs_fail "[$AC_MODE] first read of w"
 "$AC_IO" write "$M/w" 62 $((1 << 20 | 100)) $((300 << 10)) ||
 	afs_fail "write through the mount"
@@ -45,6 +46,7 @@ ac_assert "$js" "g('file.size') == $size"
 
 # Write behind the mount: seen on the next open.
 "$AC_IO" fill "$S/b" "$size" 71
+ac_hold "$M/b"
 "$AC_IO" check "$M/b" 71 >/dev/null || afs_fail "[$AC_MODE] first read of b"
 before=$(ac_get "$(ac_stats "$M/b")" revalidations)
 sleep 0.05 # a later timestamp than the snapshot on coarse clocks
@@ -61,6 +63,7 @@ ac_assert "$root" "g('revalidations') > 0"
 
 # Truncate through the mount: shrink, then grow (zeros), on cached pages.
 "$AC_IO" fill "$S/t" "$size" 81
+ac_hold "$M/t"
 "$AC_IO" check "$M/t" 81 >/dev/null || afs_fail "[$AC_MODE] first read of t"
 truncate -s $((3 << 20 | 123)) "$M/t"
 [ "$(stat -c %s "$M/t")" -eq $((3 << 20 | 123)) ] || afs_fail "size after shrink"
@@ -78,6 +81,7 @@ ac_assert "$js" "g('file.size') == $((6 << 20)) and g('file.pages') == $((6 << 2
 
 # Truncate behind the mount, then open and read.
 "$AC_IO" fill "$S/tb" "$size" 91
+ac_hold "$M/tb"
 "$AC_IO" check "$M/tb" 91 >/dev/null || afs_fail "[$AC_MODE] first read of tb"
 sleep 0.05
 truncate -s $((1 << 20)) "$S/tb"
@@ -104,6 +108,7 @@ ac_assert "$root" "g('backing.errors') == 0 and g('readahead.errors') == 0"
 # file again after it fetches at most the written page and one readahead
 # window after it (< 3 MiB: the write is 3 MiB before EOF), not 8 MiB.
 "$AC_IO" fill "$S/s" "$size" 65
+ac_hold "$M/s"
 "$AC_IO" check "$M/s" 65 >/dev/null || afs_fail "[$AC_MODE] first read of s"
 before=$(ac_get "$(ac_stats "$M/s")" backing.bytes)
 "$AC_IO" write "$M/s" 66 $((5 << 20)) 4096 || afs_fail "write through the mount"
@@ -114,4 +119,4 @@ before=$(ac_get "$(ac_stats "$M/s")" backing.bytes)
 js=$(ac_stats "$M/s")
 ac_assert "$js" "g('backing.bytes') - $before <= 3 << 20" \
 	"a 4 KiB write through the mount made the next read fetch the whole file again"
-afs_umount
+ac_umount

@@ -9,8 +9,10 @@
 # right.  Each pattern reads its own never-read file.  Then another process
 # reads the first file again through a hard link (made on the backing
 # before anything was read: a link changes the inode's ctime, which is a
-# change behind the mount): one mapping per backing inode, so nothing is
-# read from the backing again.
+# change behind the mount): one mapping per backing inode, so the link
+# shows the same stats, and in direct mode nothing is read from the
+# backing again (in kernel mode the kernel's page cache serves it, or, if
+# something dropped that cache, aheadfs reads it again: it keeps one copy).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cache_lib.sh"
@@ -23,6 +25,7 @@ ac_mount_ext4 200
 for handle in one per-request; do
 	f=coop-$handle
 	"$AC_IO" fill "$AFS_SRC/$f" "$size" 21
+	ac_hold "$AFS_MNT/$f"
 	[ "$handle" != one ] || ln "$AFS_SRC/$f" "$AFS_SRC/coop-link"
 	"$AC_IO" coop "$AFS_MNT/$f" 21 4 11K "$handle" >/dev/null ||
 		afs_fail "[$AC_MODE] $handle: wrong bytes"
@@ -45,9 +48,13 @@ for handle in one per-request; do
 	ac_assert "$js" "g('readahead.errors') == 0 and g('cache.errors') == 0"
 done
 before=$(ac_get "$(ac_stats "$AFS_MNT/coop-one")" backing.bytes)
+ac_assert "$(ac_stats "$AFS_MNT/coop-link")" "g('backing.bytes') == $before" \
+	"a second name of the file has stats of its own"
 "$AC_IO" check "$AFS_MNT/coop-link" 21 >/dev/null ||
 	afs_fail "[$AC_MODE] read through the hard link: wrong bytes"
 js=$(ac_stats "$AFS_MNT/coop-link")
-ac_assert "$js" "g('backing.bytes') == $before and g('file.ino') == $(stat -c %i "$AFS_MNT/coop-one")" \
-	"a second name of the file did not share its cached pages"
-afs_umount
+ac_assert "$js" "g('file.ino') == $(stat -c %i "$AFS_MNT/coop-one")"
+[ "$AC_MODE" = kernel ] ||
+	ac_assert "$js" "g('backing.bytes') == $before" \
+		"a second name of the file did not share its cached pages"
+ac_umount

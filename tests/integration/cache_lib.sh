@@ -22,6 +22,13 @@
 #   ac_get JSON PATH         print one field
 #   ac_show LABEL JSON       one summary line of a file's stats on stdout
 #   ac_vmhwm                 the daemon's peak RSS in KiB (VmHWM)
+#   ac_hold PATH...          keep PATH open (read-only, no reads) until
+#                            ac_unhold: a file's cache state and stats live
+#                            as long as the kernel keeps its inode, and a
+#                            drop_caches or memory pressure (from any test
+#                            on the machine) makes it forget closed ones
+#   ac_unhold                close them all
+#   ac_umount                ac_unhold, then afs_umount
 
 AC_MODE=${AFS_READ_MODE:-kernel}
 AC_IO=$AFS_TESTBIN/afs_ahead_io
@@ -118,4 +125,29 @@ print("%s [%s]: pages %d misses %d hits %d cached %d | backing reads %d "
 ac_vmhwm()
 {
 	awk '/^VmHWM:/ { print $2 }' "/proc/$AFS_PID/status"
+}
+
+_ac_held=()
+ac_hold()
+{
+	local p fd
+	for p; do
+		exec {fd}<"$p" || afs_fail "cannot open $p"
+		_ac_held+=("$fd")
+	done
+}
+
+ac_unhold()
+{
+	local fd
+	for fd in "${_ac_held[@]}"; do
+		exec {fd}<&-
+	done
+	_ac_held=()
+}
+
+ac_umount()
+{
+	ac_unhold
+	afs_umount
 }

@@ -17,6 +17,7 @@ size=$((12 << 20))
 ac_mount_ext4 96
 for s in on off; do
 	"$AC_IO" fill "$AFS_SRC/sf-$s" "$size" 111
+	ac_hold "$AFS_MNT/sf-$s"
 done
 
 W=$AFS_WORK/nginx
@@ -96,4 +97,4 @@ done
 stop_nginx
 grep -E '\[(alert|crit|emerg)\]' "$W/error.log" &&
 	afs_fail "nginx logged errors"
-afs_umount
+ac_umount

@@ -31,6 +31,7 @@ AC_SOFT=1 # every file's figures, then the verdict
 ac_mount_ext4 600
 for f in grid header header1 uniform; do
 	"$AC_IO" fill "$AFS_SRC/$f" "$size" 31
+	ac_hold "$AFS_MNT/$f"
 	grid=(16K)
 	slack=0
 	[ "$f" != uniform ] || grid=()
@@ -72,5 +73,5 @@ for f in grid header header1 uniform; do
 		;;
 	esac
 done
-afs_umount
+ac_umount
 ac_soft_end

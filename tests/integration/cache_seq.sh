@@ -15,6 +15,7 @@ size=$((64 << 20))
 pages=$((size / 4096))
 ac_mount_ext4 160
 "$AC_IO" fill "$AFS_SRC/seq" "$size" 11
+ac_hold "$AFS_MNT/seq"
 "$AC_IO" check "$AFS_MNT/seq" 11 128K >/dev/null ||
 	afs_fail "[$AC_MODE] sequential read returned wrong bytes"
 js=$(ac_stats "$AFS_MNT/seq")
@@ -44,4 +45,4 @@ ac_assert "$root" "g('options.read_mode') == '$AC_MODE'"
 ac_assert "$root" "g('readahead.async') >= $(ac_get "$js" readahead.async)" \
 	"the root's sum is below one file's count"
 ac_assert "$root" "g('backing.bytes') >= $(ac_get "$js" backing.bytes)"
-afs_umount
+ac_umount

@@ -28,6 +28,7 @@ S=$AFS_SRC
 "$AC_IO" fill "$S/f" "$size" 101
 chmod 0644 "$S/f"
 afs_mount -o "allow_other,read_mode=$AC_MODE"
+ac_hold "$M/f"
 "$AC_IO" check "$M/f" 101 >/dev/null || afs_fail "read of f"
 
 # The file's stats: every documented key, in order.
@@ -79,6 +80,7 @@ if size <= 0 or size % 256 or size > 65536 or len(val) > size:
 PY
 done
 "$AC_IO" fill "$S/g" $((32 << 20)) 102
+ac_hold "$M/g"
 "$AC_IO" coop "$M/g" 102 2 11K one >/dev/null &
 reader=$!
 for ((i = 0; i < 100; i++)); do
@@ -127,6 +129,7 @@ done
 # read whole: "oversize" decisions).
 setfattr -n user.aheadfs.ra_max -v 256K "$M" || afs_fail "set ra_max=256K"
 "$AC_IO" fill "$S/small_ra" $((8 << 20)) 103
+ac_hold "$M/small_ra"
 "$AC_IO" check "$M/small_ra" 103 >/dev/null || afs_fail "read of small_ra"
 js=$(ac_stats "$M/small_ra")
 ac_assert "$js" "g('readahead.max_window_pages') == 64 and g('readahead.async') > 0 and g('readahead.async_pages') <= 64 * g('readahead.async')" \
@@ -186,6 +189,7 @@ mkdir "$M2"
 AFS_MNT=$M2 afs_mount -o read_mode=direct
 big=$((192 << 20))
 "$AC_IO" fill "$S/cells" "$big" 104
+ac_hold "$M2/cells"
 "$AC_IO" random "$M2/cells" 104 6000 8K 7 "$big" 16K >/dev/null ||
 	afs_fail "grid reads of cells"
 map=$(ac_xattr "$M2/cells" user.aheadfs.map)
@@ -198,6 +202,7 @@ ac_assert "$map" "abs(sum(int(c) for c in g('cells')) * g('pages_per_cell') / 8 
 out=$("$AHEADFS_STAT" --map "$M2/cells") || afs_fail "aheadfs-stat --map (cells)"
 grep -q "cached 12000 of $((big >> 12)) pages" <<<"$out" ||
 	afs_fail "aheadfs-stat --map on cells: $out"
+ac_unhold
 AFS_MNT=$M2 afs_umount
 AFS_PID=$pid1 AFS_LOG=$log1
 
@@ -217,4 +222,4 @@ v, _ = d.raw_decode(s[i:])
 assert v["file"]["size"] == int(sys.argv[2]), v' "$out" "$size" ||
 	afs_fail "aheadfs-stat --json: $out"
 "$AHEADFS_STAT" "$M" >/dev/null || afs_fail "aheadfs-stat on the root failed"
-afs_umount
+ac_umount
