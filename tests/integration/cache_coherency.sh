@@ -109,6 +109,7 @@ ac_assert "$root" "g('backing.errors') == 0 and g('readahead.errors') == 0"
 # window after it (< 3 MiB: the write is 3 MiB before EOF), not 8 MiB.
 "$AC_IO" fill "$S/s" "$size" 65
 ac_hold "$M/s"
+drops=$(ac_drops)
 "$AC_IO" check "$M/s" 65 >/dev/null || afs_fail "[$AC_MODE] first read of s"
 before=$(ac_get "$(ac_stats "$M/s")" backing.bytes)
 "$AC_IO" write "$M/s" 66 $((5 << 20)) 4096 || afs_fail "write through the mount"
@@ -117,6 +118,8 @@ before=$(ac_get "$(ac_stats "$M/s")" backing.bytes)
 	"$AC_IO" check "$M/s" 65 64K $((5 << 20 | 4096)) >/dev/null ||
 	afs_fail "[$AC_MODE] wrong bytes after a 4 KiB write"
 js=$(ac_stats "$M/s")
-ac_assert "$js" "g('backing.bytes') - $before <= 3 << 20" \
-	"a 4 KiB write through the mount made the next read fetch the whole file again"
+if ac_undisturbed "$drops"; then
+	ac_assert "$js" "g('backing.bytes') - $before <= 3 << 20" \
+		"a 4 KiB write through the mount made the next read fetch the whole file again"
+fi
 ac_umount

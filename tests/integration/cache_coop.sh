@@ -27,6 +27,7 @@ for handle in one per-request; do
 	"$AC_IO" fill "$AFS_SRC/$f" "$size" 21
 	ac_hold "$AFS_MNT/$f"
 	[ "$handle" != one ] || ln "$AFS_SRC/$f" "$AFS_SRC/coop-link"
+	drops=$(ac_drops)
 	"$AC_IO" coop "$AFS_MNT/$f" 21 4 11K "$handle" >/dev/null ||
 		afs_fail "[$AC_MODE] $handle: wrong bytes"
 	js=$(ac_stats "$AFS_MNT/$f")
@@ -37,14 +38,16 @@ for handle in one per-request; do
 		"$handle: readahead windows did not cover the stream"
 	ac_assert "$js" "g('backing.reads') > 0 and g('backing.bytes') // g('backing.reads') >= 131072" \
 		"$handle: backing reads are small"
-	ac_assert "$js" "$size <= g('backing.bytes') <= $size * 11 // 10" \
-		"$handle: the file was not read from the backing about once"
-	ac_assert "$js" "g('readahead.async_pages') * 10 >= $pages * 8" \
-		"$handle: the stream was not read ahead asynchronously"
-	# Misses: absent pages (see cache_seq.sh); measured 4-14 of 12288
-	# (direct), 68-143 (kernel).
-	ac_assert "$js" "g('cache.misses') * 20 <= $pages" \
-		"$handle: misses are not far below the pages read"
+	if ac_undisturbed "$drops"; then
+		ac_assert "$js" "$size <= g('backing.bytes') <= $size * 11 // 10" \
+			"$handle: the file was not read from the backing about once"
+		ac_assert "$js" "g('readahead.async_pages') * 10 >= $pages * 8" \
+			"$handle: the stream was not read ahead asynchronously"
+		# Misses: absent pages (see cache_seq.sh); measured 4-14 of
+		# 12288 (direct), 68-143 (kernel).
+		ac_assert "$js" "g('cache.misses') * 20 <= $pages" \
+			"$handle: misses are not far below the pages read"
+	fi
 	ac_assert "$js" "g('readahead.errors') == 0 and g('cache.errors') == 0"
 done
 before=$(ac_get "$(ac_stats "$AFS_MNT/coop-one")" backing.bytes)

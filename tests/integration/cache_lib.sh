@@ -29,6 +29,14 @@
 #                            on the machine) makes it forget closed ones
 #   ac_unhold                close them all
 #   ac_umount                ac_unhold, then afs_umount
+#   ac_drops                 how many drop_caches the machine has seen
+#                            (/proc/vmstat drop_pagecache): a check that
+#                            needs the kernel's page cache to stay is
+#                            inconclusive when this moved under it
+#   ac_undisturbed DROPS     true in direct mode, or when ac_drops is still
+#                            DROPS (else says so on stdout): guards kernel
+#                            mode's cost assertions (a dropped kernel copy is
+#                            read again through aheadfs, which keeps one)
 
 AC_MODE=${AFS_READ_MODE:-kernel}
 AC_IO=$AFS_TESTBIN/afs_ahead_io
@@ -150,4 +158,19 @@ ac_umount()
 {
 	ac_unhold
 	afs_umount
+}
+
+ac_drops()
+{
+	awk '$1 == "drop_pagecache" { print $2; f = 1 } END { if (!f) print 0 }' \
+		/proc/vmstat
+}
+
+ac_undisturbed()
+{
+	[ "$AC_MODE" = direct ] && return 0
+	[ "$(ac_drops)" = "$1" ] && return 0
+	echo "[$AC_MODE] the kernel's page cache was dropped during the" \
+		"workload (drop_caches elsewhere): its cost is not asserted"
+	return 1
 }

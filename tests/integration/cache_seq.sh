@@ -16,6 +16,7 @@ pages=$((size / 4096))
 ac_mount_ext4 160
 "$AC_IO" fill "$AFS_SRC/seq" "$size" 11
 ac_hold "$AFS_MNT/seq"
+drops=$(ac_drops)
 "$AC_IO" check "$AFS_MNT/seq" 11 128K >/dev/null ||
 	afs_fail "[$AC_MODE] sequential read returned wrong bytes"
 js=$(ac_stats "$AFS_MNT/seq")
@@ -27,17 +28,19 @@ ac_assert "$js" "g('readahead.decisions.async') + g('readahead.decisions.async_r
 	"async is not the sum of its decisions"
 ac_assert "$js" "g('backing.reads') > 0 and g('backing.bytes') // g('backing.reads') >= 131072" \
 	"backing reads are small"
-ac_assert "$js" "g('readahead.sync_pages') * 16 <= $pages and g('readahead.async_pages') * 10 >= $pages * 9" \
-	"the pages were not read ahead asynchronously"
-# A miss is a page absent when the reader asks (a page under a window's
-# I/O is not one): without readahead every page is a miss.  Measured: 32
-# of 16384 (direct), 128 (kernel: it asks for up to 1 MiB at once).
-ac_assert "$js" "g('cache.misses') * 20 <= $pages" \
-	"misses are not far below the pages read"
-# Everything came from the backing, once (plus at most one window past EOF
-# would be clipped: nothing past the end exists).
-ac_assert "$js" "$size <= g('backing.bytes') <= $size * 11 // 10" \
-	"the file was not read exactly once from the backing"
+if ac_undisturbed "$drops"; then
+	ac_assert "$js" "g('readahead.sync_pages') * 16 <= $pages and g('readahead.async_pages') * 10 >= $pages * 9" \
+		"the pages were not read ahead asynchronously"
+	# A miss is a page absent when the reader asks (a page under a
+	# window's I/O is not one): without readahead every page is a miss.
+	# Measured: 32 of 16384 (direct), 128 (kernel: it asks for up to
+	# 1 MiB at once).
+	ac_assert "$js" "g('cache.misses') * 20 <= $pages" \
+		"misses are not far below the pages read"
+	# Everything came from the backing, once.
+	ac_assert "$js" "$size <= g('backing.bytes') <= $size * 11 // 10" \
+		"the file was not read exactly once from the backing"
+fi
 ac_assert "$js" "g('cache.errors') == 0 and g('readahead.errors') == 0"
 ac_assert "$js" "g('uncached_reads') == 0" "reads bypassed the cache"
 root=$(ac_stats "$AFS_MNT")
