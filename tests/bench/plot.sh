@@ -31,7 +31,7 @@ awk -F'\t' '
 ncols=$(head -1 "$work/data" | awk -F'\t' '{print NF}')
 
 gnuplot <<GP
-set terminal pngcairo size 1200,620 font "sans,10"
+set terminal pngcairo size 1200,620 font "sans,10" noenhanced
 set output "$png"
 set title "$title"
 set style data histograms
