@@ -168,7 +168,8 @@ struct cache_mapping_stats {
 	uint64_t evicted; /* pages evicted by the budget */
 	uint64_t waste; /* ... of which prefetched and never used */
 	uint64_t thrash; /* cache_ghost_test_clear() hits */
-	uint64_t errors; /* pages completed with an error */
+	uint64_t errors; /* pages completed with an I/O error (not -EAGAIN:
+			  * a cancelled window) */
 	uint64_t
 		invalidated; /* data pages dropped by invalidation/revalidation */
 	uint64_t to_history; /* pages dropped to history entries */

@@ -162,7 +162,10 @@ void cache_page_complete(struct cache_page *p, int err)
 		pthread_mutex_lock(&m->lock);
 		if (!(cache_page_flags(p) & CACHE_PG_REMOVED))
 			cache_page_remove_locked(m, p, 0, NULL);
-		cache_stat_add(&m->errors, 1);
+		/* -EAGAIN is a read never done (a cancelled or refused
+		 * window: look again), not an I/O error. */
+		if (err != -EAGAIN)
+			cache_stat_add(&m->errors, 1);
 		pthread_mutex_unlock(&m->lock);
 	}
 	cache_page_wake(p);

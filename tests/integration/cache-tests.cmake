@@ -19,9 +19,13 @@ function(afs_cache_test name timeout)
 	afs_script_test(${name} ${name}.sh TIMEOUT ${timeout} LABELS readpath)
 	set_property(TEST integration/${name} APPEND PROPERTY ENVIRONMENT
 		"AHEADFS_STAT=$<TARGET_FILE:aheadfs-stat>")
+	set_property(TEST integration/${name} PROPERTY RESOURCE_LOCK
+		drop_caches)
 	if(ARGN STREQUAL "direct")
 		afs_script_test(${name}_direct ${name}.sh TIMEOUT ${timeout}
 			LABELS readpath)
+		set_property(TEST integration/${name}_direct PROPERTY
+			RESOURCE_LOCK drop_caches)
 		set_property(TEST integration/${name}_direct APPEND PROPERTY
 			ENVIRONMENT "AFS_READ_MODE=direct"
 			"AHEADFS_STAT=$<TARGET_FILE:aheadfs-stat>")
