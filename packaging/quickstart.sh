@@ -67,11 +67,12 @@ if [ -f "$mnt/big.bin" ]; then
 	echo "   backing $a  mount $b"
 	[ "$a" = "$b" ]
 fi
-if getfattr --only-values -n user.aheadfs.stats "$mnt" >/dev/null 2>&1; then
-	echo "-- mount statistics (getfattr -n user.aheadfs.stats $mnt):"
-	getfattr --only-values -n user.aheadfs.stats "$mnt" | head -c 2000
-	echo
+if [ -f "$mnt/big.bin" ]; then
+	echo "-- what aheadfs did for that read (aheadfs-stat $mnt/big.bin):"
+	"$top/build/release/fs/stat/aheadfs-stat" "$mnt/big.bin" |
+		grep -E '^  (cache\.(hits|misses|hit_bytes)|backing\.|readahead\.(sync|async|windows|context|random) )' || true
 fi
+echo "-- the whole mount: getfattr -n user.aheadfs.stats $mnt, or aheadfs-stat $mnt"
 
 echo "== done: $src is mounted on $mnt"
 echo "   unmount with: fusermount3 -u $mnt"
