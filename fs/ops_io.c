@@ -115,6 +115,14 @@ static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 	return rc;
 }
 
+/* The file's cache state, for changes through any open of it: the entry's,
+ * which lives while the open's inode reference does (NULL if no open
+ * could create one). */
+static struct afs_fcache *inode_fc(struct afs_inode *inode)
+{
+	return __atomic_load_n(&inode->fc, __ATOMIC_ACQUIRE);
+}
+
 static void free_file(struct afs_open *h)
 {
 	struct afs_file *f = (struct afs_file *)h;
@@ -161,7 +169,15 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 		fresh = !__atomic_load_n(&inode->fc, __ATOMIC_ACQUIRE);
 		rc = afs_fcache_attach(fs->ahead, &inode->fc, fd, &st,
 				       &f->h.fc);
-		if (rc) {
+		/* The readahead side reopens the file for reading, as the
+		 * daemon: a non-root daemon may not read a file a caller opens
+		 * write-only.  Such an open works without a cache of its own
+		 * (its writes still drop the file's pages: write_buf() takes
+		 * the inode's cache state, whoever created it). */
+		if (rc == -EACCES && (fi->flags & O_ACCMODE) == O_WRONLY) {
+			f->h.fc = NULL;
+			fresh = true;
+		} else if (rc) {
 			free(f);
 			return rc;
 		}
@@ -305,7 +321,8 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
-	afs_ahead_changed(f->h.fc, f->h.fd, (uint64_t)off, (uint64_t)n, false);
+	afs_ahead_changed(inode_fc(f->inode), f->h.fd, (uint64_t)off,
+			  (uint64_t)n, false);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -348,8 +365,8 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	}
 	/* Punched or zeroed bytes change; plain allocation only the size,
 	 * but the identity must follow either way. */
-	afs_ahead_changed(f->h.fc, f->h.fd, (uint64_t)offset, (uint64_t)length,
-			  false);
+	afs_ahead_changed(inode_fc(f->inode), f->h.fd, (uint64_t)offset,
+			  (uint64_t)length, false);
 	fuse_reply_err(req, 0);
 }
 
@@ -380,7 +397,7 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, errno);
 		return;
 	}
-	afs_ahead_changed(out->h.fc, out->h.fd, (uint64_t)dst, (uint64_t)n,
-			  false);
+	afs_ahead_changed(inode_fc(out->inode), out->h.fd, (uint64_t)dst,
+			  (uint64_t)n, false);
 	fuse_reply_write(req, (size_t)n);
 }
