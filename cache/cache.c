@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache_internal.h"
+#include "cache_internal.h"
 
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t thread_key;

@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "cache/cache_internal.h"
+#include "cache_internal.h"
 
 #define GHOST_WAYS 4
 #define RECLAIM_BATCH 32

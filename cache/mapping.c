@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache_internal.h"
+#include "cache_internal.h"
 
 /* Most pages one inserter evicts itself at the hard limit. */
 #define RECLAIM_DIRECT_MAX 64

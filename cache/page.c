@@ -29,7 +29,7 @@
 #include <assert.h>
 #include <errno.h>
 
-#include "cache/cache_internal.h"
+#include "cache_internal.h"
 
 struct cache_waitq *cache_page_waitq(const struct cache_page *p)
 {

@@ -28,7 +28,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "cache/cache_internal.h"
+#include "cache_internal.h"
 
 int cache_pool_init(struct cache *c)
 {

@@ -35,7 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cache/cache_internal.h"
+#include "cache_internal.h"
 
 #define load_acq(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define store_rel(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)

@@ -1,5 +1,5 @@
-/* main.c - the aheadfs program; everything is in afs_main() (fs/daemon.c). */
-#include "fs/fs.h"
+/* main.c - the aheadfs program; everything is in afs_main() (fs/fuse/daemon.c). */
+#include "fs/fuse/daemon.h"
 
 int main(int argc, char **argv)
 {

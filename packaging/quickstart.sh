@@ -69,7 +69,7 @@ if [ -f "$mnt/big.bin" ]; then
 fi
 if [ -f "$mnt/big.bin" ]; then
 	echo "-- what aheadfs did for that read (aheadfs-stat $mnt/big.bin):"
-	"$top/build/release/fs/stat/aheadfs-stat" "$mnt/big.bin" |
+	"$top/build/release/fs/stats/aheadfs-stat" "$mnt/big.bin" |
 		grep -E '^  (cache\.(hits|misses|hit_bytes)|backing\.|readahead\.(sync|async|windows|context|random) )' || true
 fi
 echo "-- the whole mount: getfattr -n user.aheadfs.stats $mnt, or aheadfs-stat $mnt"

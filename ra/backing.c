@@ -39,7 +39,7 @@
  * 0.86-0.99 GB/s; O_DIRECT split in 256 KiB chunks over 4 workers 1.0-1.2
  * GB/s (one unstriped disk: no gain expected, no loss seen).
  */
-#include "ra/backing.h"
+#include "backing.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -43,7 +43,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "ra/worker.h"
+#include "worker.h"
 
 struct cache_page;
 

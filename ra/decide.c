@@ -22,9 +22,9 @@
  * the state and the table, and the view is a hint (a hole scan under RCU
  * is not a snapshot; a wrong hint costs a window, never correctness).
  */
-#include "ra/decide.h"
+#include "decide.h"
 
-#include "ra/stream.h"
+#include "stream.h"
 
 static uint64_t u64_min(uint64_t a, uint64_t b)
 {

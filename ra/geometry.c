@@ -12,7 +12,7 @@
  * chunks.  On an unaligned allocation the split costs one extra I/O per
  * chunk, no correctness.
  */
-#include "ra/geometry.h"
+#include "geometry.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -88,16 +88,6 @@ int ra_geometry_override(struct ra_geometry *g, uint64_t stripe,
 			 uint64_t chunk);
 
 /**
- * ra_parse_size() - Parse a byte count for an option: "524288", "512K",
- * "512k", "4M", "1G" (binary multiples), optional trailing "B"/"iB".
- *
- * Context: Pure.
- * Return: 0 and *@out, or -EINVAL (empty, sign, garbage, unknown suffix),
- * -ERANGE (does not fit in 64 bits).
- */
-int ra_parse_size(const char *s, uint64_t *out);
-
-/**
  * ra_geometry_round_end() - Move a window's end onto a stripe boundary
  * where that costs nothing.
  * @start, @end: the window [@start, @end) in pages.

@@ -35,11 +35,11 @@
 #include <string.h>
 
 #include "cache/cache.h"
-#include "ra/backing.h"
-#include "ra/decide.h"
-#include "ra/geometry.h"
-#include "ra/stream.h"
-#include "ra/worker.h"
+#include "backing.h"
+#include "decide.h"
+#include "geometry.h"
+#include "stream.h"
+#include "worker.h"
 
 #define RA_PAGE_SHIFT CACHE_PAGE_SHIFT
 #define RA_MAX_BYTES_LIMIT (UINT64_C(1) << 30)

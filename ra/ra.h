@@ -361,4 +361,14 @@ int ra_engine_tune(struct ra_engine *e, const struct ra_tuning *t,
  */
 void ra_engine_tuning(struct ra_engine *e, struct ra_tuning *out);
 
+/**
+ * ra_parse_size() - Parse a byte count for an option: "524288", "512K",
+ * "512k", "4M", "1G" (binary multiples), optional trailing "B"/"iB".
+ *
+ * Context: Pure.
+ * Return: 0 and *@out, or -EINVAL (empty, sign, garbage, unknown suffix),
+ * -ERANGE (does not fit in 64 bits).
+ */
+int ra_parse_size(const char *s, uint64_t *out);
+
 #endif /* AHEADFS_RA_RA_H */

@@ -4,11 +4,11 @@
  * two each, searched only on a readahead decision (a miss or a mark), never
  * on the hit path.
  */
-#include "ra/stream.h"
+#include "stream.h"
 
 #include <string.h>
 
-#include "ra/decide.h"
+#include "decide.h"
 
 static uint64_t u64_min(uint64_t a, uint64_t b)
 {

@@ -22,7 +22,7 @@
  * does the work inline, so nothing is lost and nothing is queued behind the
  * workers' exit.
  */
-#include "ra/worker.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -10,10 +10,6 @@
 add_executable(afs_ahead_io ahead_io.c)
 target_link_libraries(afs_ahead_io PRIVATE Threads::Threads)
 
-if(NOT TARGET aheadfs)
-	return()
-endif()
-
 # afs_cache_test(NAME TIMEOUT [direct])
 function(afs_cache_test name timeout)
 	afs_script_test(${name} ${name}.sh TIMEOUT ${timeout} LABELS readpath)

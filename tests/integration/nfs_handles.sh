@@ -7,7 +7,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 afs_require_fuse
 afs_require_root
-H=$AFS_TESTBIN/afs_fhandle
+H=$AFS_TESTBIN/afs_handles
 
 afs_loop_ext4 64
 mkdir -p "$AFS_SRC/dir/deeper"

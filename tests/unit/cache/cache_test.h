@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "cache/cache.h"
-#include "cache/cache_internal.h"
+#include "cache_internal.h"
 
 struct fixture {
 	struct cache *c;

@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fs/creds.h"
+#include "creds.h"
 
 static char dir[64];
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fs/inode.h"
+#include "inode.h"
 
 struct fixture {
 	struct afs_itable t;
@@ -380,7 +380,7 @@ static void test_reopen_forgotten(void **state)
 	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	assert_int_equal(fstat(fd, &st), 0);
 	i = afs_itable_insert(&f->t, f->fsidx, st.st_ino, fd, st.st_mode,
-			      afs_backing_generation(fd), true);
+			      afs_fhandle_generation(fd), true);
 	id = i->nodeid;
 	afs_itable_put(&f->t, i);
 	assert_int_equal(afs_itable_forget(&f->t, id, 1), 0);
@@ -388,7 +388,7 @@ static void test_reopen_forgotten(void **state)
 
 	assert_int_equal(afs_itable_backing(&f->t, f->fsidx, &bfs), 0);
 	rc = afs_itable_reopen(&f->t, id, &r);
-	if (bfs.by_handle && geteuid() == 0) {
+	if (bfs.handles.type && geteuid() == 0) {
 		assert_int_equal(rc, 0);
 		assert_int_equal(r->nodeid, id);
 		assert_int_equal(r->ino, st.st_ino);
@@ -404,7 +404,7 @@ static void test_reopen_forgotten(void **state)
 
 	/* a deleted file: ESTALE, not some other inode */
 	assert_int_equal(unlink(path), 0);
-	if (bfs.by_handle && geteuid() == 0) {
+	if (bfs.handles.type && geteuid() == 0) {
 		rc = afs_itable_reopen(&f->t, id, &r);
 		if (rc == 0) {
 			/* ext4 may still have the inode cached if open

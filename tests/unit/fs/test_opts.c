@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fs/opts.h"
+#include "opts.h"
 
 struct fixture {
 	struct afs_opts o;

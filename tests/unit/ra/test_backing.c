@@ -28,8 +28,8 @@
 
 #include <cmocka.h>
 
-#include "ra/backing.h"
-#include "ra/worker.h"
+#include "backing.h"
+#include "worker.h"
 
 #define PG RA_IO_PAGE_SIZE
 

@@ -27,8 +27,8 @@
 #include <cmocka.h>
 
 #include "cache/cache.h"
-#include "ra/backing.h"
-#include "ra/worker.h"
+#include "backing.h"
+#include "worker.h"
 
 #define PG CACHE_PAGE_SIZE
 

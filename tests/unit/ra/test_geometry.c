@@ -21,7 +21,8 @@
 
 #include <cmocka.h>
 
-#include "ra/geometry.h"
+#include "geometry.h"
+#include "ra/ra.h"
 
 #define KiB 1024ull
 #define MiB (1024ull * 1024)

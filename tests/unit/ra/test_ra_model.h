@@ -26,8 +26,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "ra/decide.h"
-#include "ra/stream.h"
+#include "decide.h"
+#include "stream.h"
 
 #define MP_PRESENT 0x1
 #define MP_MARK 0x2

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "ra/worker.h"
+#include "worker.h"
 
 /* cmocka's assert_*() longjmp()s: only for the test's own thread.  Checks
  * inside callbacks (worker threads) abort instead. */

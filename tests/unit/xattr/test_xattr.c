@@ -1,8 +1,8 @@
-/* test_xattr.c - the user.aheadfs.* names (fs/xattr_ahead.c) rendered from a
+/* test_xattr.c - the user.aheadfs.* names (fs/stats/xattr.c) rendered from a
  * real cache and readahead engine: a temporary file on disk, pages read
  * through ra_sync_miss() the way the read path does, or inserted directly
  * where a test needs an exact set of cached pages.  Every value is parsed
- * with the JSON reader aheadfs-stat uses (fs/stat/json.h) and checked key
+ * with the JSON reader aheadfs-stat uses (fs/stats/json.h) and checked key
  * by key, in the contract's order (stats-schema.md), against the figures
  * the cache and the engine report.
  */
@@ -21,9 +21,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fs/xattr_ahead.h"
-#include "json.h"
-#include "tests/unit/xattr/xattr_test.h"
+#include "fs/stats/xattr.h"
+#include "fs/stats/json.h"
+#include "xattr_test.h"
 
 #define PAGE 4096u
 #define FILE_SIZE (8u << 20) /* 2048 pages */

@@ -33,67 +33,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/ahead.h"
-#include "fs/fs_internal.h"
-#include "fs/log.h"
-
-struct thread_buf {
-	size_t size;
-	void *data;
-};
-
-static pthread_key_t thread_buf_key;
-
-static void thread_buf_free(void *p)
-{
-	struct thread_buf *b = p;
-
-	free(b->data);
-	free(b);
-}
-
-int afs_thread_buf_key_init(void)
-{
-	return -pthread_key_create(&thread_buf_key, thread_buf_free);
-}
-
-void *afs_thread_buf(size_t size)
-{
-	struct thread_buf *b = pthread_getspecific(thread_buf_key);
-	void *data;
-
-	if (b && b->size >= size)
-		return b->data;
-	if (!b) {
-		b = calloc(1, sizeof(*b));
-		if (!b)
-			return NULL;
-		if (pthread_setspecific(thread_buf_key, b)) {
-			free(b);
-			return NULL;
-		}
-	}
-	/* Grow straight to a whole request size, so a thread reallocates at
-	 * most once or twice in its life. */
-	if (size < AFS_MAX_WRITE)
-		size = AFS_MAX_WRITE;
-	if (posix_memalign(&data, 4096, size))
-		return NULL;
-	free(b->data);
-	b->data = data;
-	b->size = size;
-	return data;
-}
-
-void afs_thread_buf_release(void)
-{
-	struct thread_buf *b = pthread_getspecific(thread_buf_key);
-
-	if (b) {
-		pthread_setspecific(thread_buf_key, NULL);
-		thread_buf_free(b);
-	}
-}
+#include "fs/data/data.h"
+#include "fuse_internal.h"
+#include "log.h"
 
 /* Reopen @i for I/O with @flags, as the caller. */
 static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)

@@ -19,9 +19,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fs/ahead.h"
-#include "fs/fs_internal.h"
-#include "fs/xattr_ahead.h"
+#include "fs/data/data.h"
+#include "fuse_internal.h"
+#include "fs/stats/xattr.h"
 
 enum xattr_op { X_GET, X_SET, X_LIST, X_REMOVE };
 

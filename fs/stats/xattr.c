@@ -31,7 +31,7 @@
 #include <sys/xattr.h>
 #include <time.h>
 
-#include "fs/xattr_ahead.h"
+#include "fs/stats/xattr.h"
 
 #define PFX AFS_XATTR_PREFIX
 #define PAGE_SHIFT CACHE_PAGE_SHIFT

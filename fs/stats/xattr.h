@@ -24,7 +24,7 @@
  * buffer is answered at a coarser resolution (pages_per_cell) instead, as
  * long as the buffer holds at least AFS_XATTR_MAP_MIN_BUF bytes.
  *
- * Errors (returned as -errno; fs/ops_xattr.c replies with them):
+ * Errors (returned as -errno; fs/fuse/ops_xattr.c replies with them):
  *   get    -ENODATA  an aheadfs name that does not exist on this kind of
  *                    file (stats on a non-root directory, map on the root,
  *                    a tunable on a file, an unknown user.aheadfs.* name)
@@ -59,7 +59,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "fs/ahead.h"
+#include "fs/data/data.h"
 
 #define AFS_XATTR_PREFIX "user.aheadfs."
 /* The largest value any name renders (the VFS's XATTR_SIZE_MAX). */

@@ -57,6 +57,10 @@
  * (docs/benchmarks.md). */
 #define AFS_RA_AUTO_FLOOR (4u << 20)
 
+/* The largest request the daemon takes (max_write, and so the kernel's
+ * max_pages of 256 for reads too). */
+#define AFS_DATA_MAX_REQUEST (1U << 20)
+
 enum afs_read_mode {
 	AFS_READ_KERNEL = 0, /* default */
 	AFS_READ_DIRECT,
@@ -202,5 +206,31 @@ void afs_ahead_read(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
  * Context: Serving thread.
  */
 void afs_read_uncached(fuse_req_t req, int fd, size_t size, off_t off);
+
+/**
+ * afs_thread_buf() - This thread's buffer, at least @size bytes, page
+ * aligned; grows once to the largest request and is kept for the thread's
+ * life (freed at thread exit).
+ *
+ * Context: Serving thread.
+ * Return: The buffer, or NULL on ENOMEM.
+ */
+void *afs_thread_buf(size_t size);
+
+/**
+ * afs_thread_buf_release() - Free the calling thread's buffer now (the main
+ * thread in -s mode, whose exit runs no destructor before LeakSanitizer).
+ *
+ * Context: The thread itself, when it serves no more requests.
+ */
+void afs_thread_buf_release(void);
+
+/**
+ * afs_thread_buf_key_init() - Create the thread buffer key.
+ *
+ * Context: Before serving.
+ * Return: 0 or -errno.
+ */
+int afs_thread_buf_key_init(void);
 
 #endif /* AFS_AHEAD_H */

@@ -13,12 +13,11 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#include "fs/ahead.h"
-#include "fs/creds.h"
-#include "fs/inode.h"
-#include "fs/opts.h"
+#include "fs/data/data.h"
+#include "creds.h"
+#include "inode.h"
+#include "opts.h"
 
-#define AFS_MAX_WRITE (1U << 20) /* max_write, and so max_pages = 256 */
 #define AFS_MAX_BACKGROUND 64 /* the kernel's background requests */
 
 struct afs_ahead;
@@ -152,32 +151,6 @@ int afs_lookup_entry(struct afs_fs *fs, fuse_req_t caller,
  * Return: 0 or -errno (@fd is closed then too).
  */
 int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e);
-
-/**
- * afs_thread_buf() - This thread's buffer, at least @size bytes, page
- * aligned; grows once to the largest request and is kept for the thread's
- * life (freed at thread exit).
- *
- * Context: Serving thread.
- * Return: The buffer, or NULL on ENOMEM.
- */
-void *afs_thread_buf(size_t size);
-
-/**
- * afs_thread_buf_release() - Free the calling thread's buffer now (the main
- * thread in -s mode, whose exit runs no destructor before LeakSanitizer).
- *
- * Context: The thread itself, when it serves no more requests.
- */
-void afs_thread_buf_release(void);
-
-/**
- * afs_thread_buf_key_init() - Create the thread buffer key.
- *
- * Context: Before serving.
- * Return: 0 or -errno.
- */
-int afs_thread_buf_key_init(void);
 
 /**
  * afs_tune_bdi_once() - Raise the mount's read_ahead_kb, on the first call.

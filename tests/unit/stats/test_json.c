@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "json.h"
+#include "fs/stats/json.h"
 
 static struct json_doc *parse(const char *s)
 {

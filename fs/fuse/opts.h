@@ -50,7 +50,7 @@ struct afs_opts {
 	double attr_timeout; /* -o attr_timeout=, seconds */
 	double entry_timeout; /* -o entry_timeout=, seconds; < 0: default */
 
-	/* the cache and readahead: see fs/ahead.h; 0 = automatic */
+	/* the cache and readahead: see fs/data/data.h; 0 = automatic */
 	uint64_t cache_size, ra_max, stripe, chunk; /* bytes */
 	unsigned ra_workers;
 	int read_mode; /* enum afs_read_mode */

@@ -25,10 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/ahead.h"
-#include "fs/fs.h"
-#include "fs/fs_internal.h"
-#include "fs/log.h"
+#include "fs/data/data.h"
+#include "fs/fuse/daemon.h"
+#include "fuse_internal.h"
+#include "log.h"
 
 static const struct fuse_lowlevel_ops afs_ops = {
 	.init = afs_op_init,
@@ -155,7 +155,7 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 	if (rc)
 		goto out_close;
 	return afs_itable_set_root(&fs->itable, fsidx, st.st_ino, fd,
-				   st.st_mode, afs_backing_generation(fd));
+				   st.st_mode, afs_fhandle_generation(fd));
 
 out_close:
 	if (fd >= 0)

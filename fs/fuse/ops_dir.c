@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/fs_internal.h"
+#include "fuse_internal.h"
 
 static void free_dir(struct afs_open *h)
 {

@@ -1,7 +1,8 @@
 /* fs.h - the aheadfs daemon: a POSIX passthrough of SOURCE at MOUNTPOINT on
  * the libfuse 3.14 low-level API.
  *
- * Layout of the module:
+ * The FUSE adapter (fs/fuse/): it turns requests into backing system calls
+ * and data path calls (fs/data/data.h) and replies.
  *   opts.{c,h}    command line: option table, parser, checks before mounting
  *   daemon.c      afs_main(): session, mount, signals, logging, rlimit, the
  *                 multi-threaded loop; the fuse_lowlevel_ops table
@@ -13,8 +14,8 @@
  *   ops_dir.c     opendir, readdir(plus), releasedir, fsyncdir
  *   ops_io.c      open/create, read, write, flush, release, fsync,
  *                 fallocate, lseek, copy_file_range: all file data goes
- *                 through here (the later cache/ and ra/ hook in here)
- *   ops_xattr.c   get/set/list/removexattr
+ *                 through here, into the data path
+ *   ops_xattr.c   get/set/list/removexattr (user.aheadfs.*: fs/stats/)
  *   log.{c,h}     stderr in the foreground, syslog in the background
  *
  * Concurrency: requests are served by libfuse worker threads (several at
@@ -27,8 +28,8 @@
  * read) and its fs_struct (umask, see creds.h).  No lock is held across a
  * backing system call that can block for long or across a FUSE reply.
  */
-#ifndef AFS_FS_H
-#define AFS_FS_H
+#ifndef AFS_FUSE_DAEMON_H
+#define AFS_FUSE_DAEMON_H
 
 /**
  * afs_main() - The aheadfs program: parse, check, mount, serve, unmount.
@@ -40,4 +41,4 @@
  */
 int afs_main(int argc, char **argv);
 
-#endif /* AFS_FS_H */
+#endif /* AFS_FUSE_DAEMON_H */

@@ -9,7 +9,7 @@
  * bar (--map), or the raw JSON (--json).  It only reads: it works as any
  * user who may read the file.
  */
-#include "json.h"
+#include "fs/stats/json.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -14,10 +14,8 @@
  * bits 48..62 hold fsidx + 1, bits 0..47 the backing inode number -- so a
  * node id the kernel hands back after forgetting it (NFS re-export: LOOKUP
  * of "." or ".." on an old file handle) still names the same backing inode,
- * and afs_itable_reopen() opens it again with open_by_handle_at() on
- * filesystems whose handles can be rebuilt from the inode number (ext4:
- * FILEID_INO32_GEN with generation 0; xfs: the same or its 64-bit variant,
- * with the generation read with XFS_IOC_BULKSTAT).
+ * and afs_itable_reopen() opens it again on filesystems whose handles can
+ * be rebuilt from the inode number (fs/fhandle/fhandle.h).
  * Elsewhere it answers -ESTALE.  Inodes that do not
  * fit (inode number >= 2^48, more than 32767 backing filesystems) get a
  * synthetic node id (bit 63 set, from a counter) that is valid only while
@@ -46,6 +44,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "fs/fhandle/fhandle.h"
+
 #define AFS_INO_BITS 48
 #define AFS_INO_MASK ((1ULL << AFS_INO_BITS) - 1)
 #define AFS_FSIDX_MAX ((1U << 15) - 2) /* fsidx + 1 must fit 15 bits */
@@ -62,7 +62,7 @@ struct afs_inode {
 	mode_t type; /* S_IFMT bits, immutable */
 	int fd; /* O_PATH|O_NOFOLLOW on the backing inode, owned */
 	bool pinned; /* the root: never freed by forget */
-	/* the file's cache and readahead state (fs/ahead.h), set once by the
+	/* the file's cache and readahead state (fs/data/data.h), set once by the
 	 * first open of a regular file (__atomic), released with the entry
 	 * through t->release_fc */
 	struct afs_fcache *fc;
@@ -86,10 +86,7 @@ struct afs_inode {
 struct afs_backing_fs {
 	dev_t dev;
 	int mount_fd; /* fd on its first directory, for open_by_handle_at() */
-	bool by_handle; /* a handle can be rebuilt from the inode number */
-	int handle_type; /* of those handles (FILEID_INO32_GEN, or xfs's
-			  * 64-bit variant 0x81) */
-	bool gen_lookup; /* ... with the generation asked for first (XFS) */
+	struct afs_fhandle_fs handles; /* how handles are rebuilt (fhandle.h) */
 };
 
 struct afs_itable {
@@ -298,15 +295,5 @@ void afs_inode_note_write(struct afs_inode *inode);
  * replied and no write through the mount explains it.
  */
 bool afs_inode_changed_behind(struct afs_inode *inode, const struct stat *st);
-
-/**
- * afs_backing_generation() - The backing inode's generation, read from its
- * file handle (ext4's and xfs's layouts), for entry replies.
- * @fd: An O_PATH fd on the inode.
- *
- * Context: One name_to_handle_at() call.
- * Return: The generation, or 0 where the handle does not carry one.
- */
-uint32_t afs_backing_generation(int fd);
 
 #endif /* AFS_INODE_H */

@@ -1,5 +1,5 @@
 /* json.c - recursive-descent JSON reader; see json.h. */
-#include "json.h"
+#include "fs/stats/json.h"
 
 #include <errno.h>
 #include <math.h>

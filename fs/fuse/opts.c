@@ -1,6 +1,8 @@
 /* opts.c - the aheadfs option table and parser (see opts.h). */
-#include "fs/opts.h"
-#include "ra/geometry.h"
+#include "opts.h"
+
+#include "ra/ra.h"
+
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,7 +78,7 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 0, "refuse default_permissions (the backing checks, per user)"},
 	{"debug", OPT_SET, false, F(debug), 0, 0,
 	 "trace every request on stderr (implies -f)"},
-	/* the cache and readahead (fs/ahead.h, docs/tuning.md) */
+	/* the cache and readahead (fs/data/data.h, docs/tuning.md) */
 	{"read_mode", OPT_ENUM, true, F(read_mode), 0, 0,
 	 "kernel (default: the kernel's page cache on top) or direct (every "
 	 "read reaches aheadfs)",

@@ -1,9 +1,9 @@
-/* fhandle.c - NFS-style file handles through the mount, for nfs_handles.sh.
+/* handles.c - NFS-style file handles through the mount, for nfs_handles.sh.
  *
  * Usage:
- *   afs_fhandle save PATH HANDLE_FILE
+ *   afs_handles save PATH HANDLE_FILE
  *     name_to_handle_at(PATH) and store the handle in HANDLE_FILE.
- *   afs_fhandle open MOUNT_DIR HANDLE_FILE EXPECT_FILE [EXPECT_PARENT]
+ *   afs_handles open MOUNT_DIR HANDLE_FILE EXPECT_FILE [EXPECT_PARENT]
  *     open_by_handle_at(MOUNT_DIR's fd, handle, O_RDONLY) and compare what it
  *     reads with EXPECT_FILE (for a directory handle: compare the sorted
  *     entry names of the two directories).  With EXPECT_PARENT (directory
@@ -194,7 +194,7 @@ int main(int argc, char **argv)
 		close(mfd);
 		return !same;
 	}
-	fprintf(stderr, "usage: afs_fhandle save PATH HANDLE_FILE | open "
+	fprintf(stderr, "usage: afs_handles save PATH HANDLE_FILE | open "
 			"MOUNT_DIR HANDLE_FILE EXPECT_FILE [EXPECT_PARENT] | "
 			"stale MOUNT_DIR "
 			"HANDLE_FILE\n");

@@ -1,5 +1,5 @@
 /* creds.c - per-thread caller credentials (see creds.h). */
-#include "fs/creds.h"
+#include "creds.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -19,9 +19,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "fs/ahead.h"
-#include "fs/fs_internal.h"
-#include "fs/log.h"
+#include "fs/data/data.h"
+#include "fuse_internal.h"
+#include "log.h"
 
 void afs_procpath(char buf[AFS_PROCPATH_LEN], int fd)
 {
@@ -108,7 +108,7 @@ int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e)
 		close(fd);
 	} else {
 		i = afs_itable_insert(&fs->itable, fsidx, st.st_ino, fd,
-				      st.st_mode, afs_backing_generation(fd),
+				      st.st_mode, afs_fhandle_generation(fd),
 				      true);
 		if (!i)
 			return -ENOMEM;
@@ -198,8 +198,8 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	 * default_permissions on), so only where that is wanted. */
 	if ((capable & FUSE_CAP_POSIX_ACL) && fs->default_permissions)
 		conn->want |= FUSE_CAP_POSIX_ACL;
-	if (conn->max_write < AFS_MAX_WRITE)
-		conn->max_write = AFS_MAX_WRITE;
+	if (conn->max_write < AFS_DATA_MAX_REQUEST)
+		conn->max_write = AFS_DATA_MAX_REQUEST;
 	afs_log(LOG_INFO, "serving %s on %s (protocol 7.%u, max_write %u%s)",
 		fs->opts->source_real, fs->opts->mountpoint_real,
 		conn->proto_minor, conn->max_write,

@@ -1,5 +1,5 @@
 /* log.c - stderr or syslog (see log.h). */
-#include "fs/log.h"
+#include "log.h"
 
 #include <fuse_log.h>
 #include <stdarg.h>

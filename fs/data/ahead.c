@@ -28,13 +28,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/ahead.h"
-#include "fs/fs_internal.h"
+#include "fs/data/data.h"
 
 #define PAGE_SHIFT CACHE_PAGE_SHIFT
 #define PAGE_SIZE CACHE_PAGE_SIZE
 /* An unaligned request of max_write bytes spans one page more. */
-#define READ_MAX_PAGES (AFS_MAX_WRITE / PAGE_SIZE + 1)
+#define READ_MAX_PAGES (AFS_DATA_MAX_REQUEST / PAGE_SIZE + 1)
 /* Rounds of miss -> wait -> look again before serving around the cache
  * (pages evicted or invalidated between their I/O and the reply). */
 #define READ_ATTEMPTS 4
