@@ -18,7 +18,7 @@ configs=("$@")
 
 run_config() {
 	local cfg=$1 dir=build/test-$1 label=()
-	local args=(-DAHEADFS_WERROR=ON -DAHEADFS_DEBUG=ON)
+	local args=(-DAHEADFS_WERROR=ON -DAHEADFS_DEBUG=ON -DAHEADFS_TESTS=ON)
 	case "$cfg" in
 	release) args+=(-DCMAKE_BUILD_TYPE=Release -DAHEADFS_DEBUG=OFF) ;;
 	asan) args+=(-DCMAKE_BUILD_TYPE=Debug -DAHEADFS_SANITIZE=address,undefined) ;;
