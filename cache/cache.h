@@ -5,8 +5,10 @@
  *   struct cache          global: budget, buffer pool, reclaimer thread, wait
  *                         queues, ghost record of wasted prefetches.
  *   struct cache_mapping  one per backing inode, shared by every open and
- *                         process: the tree of pages, the identity snapshot
- *                         the pages were read under, per-file counters.
+ *                         process: the tree of pages and per-file counters.
+ *                         Which backing file it caches, and whether that
+ *                         file changed, is its owner's business (the data
+ *                         path, fs/data/data.h): the cache knows indexes.
  *   struct cache_page     one cached page: index, state, a 4 KiB buffer
  *                         aligned for O_DIRECT.
  *
@@ -124,17 +126,6 @@ struct cache_config {
 	unsigned int alloc_wait_ms;
 	uint64_t history_max;
 	bool manual_reclaim;
-};
-
-/**
- * struct cache_identity - The backing file's identity the pages were read
- * under (close-to-open consistency: any change drops the pages).
- */
-struct cache_identity {
-	uint64_t ino;
-	uint64_t size;
-	struct timespec mtime;
-	struct timespec ctime;
 };
 
 /**
@@ -280,15 +271,13 @@ void cache_thread_offline(void);
 
 /**
  * cache_mapping_create() - A new, empty mapping for one backing inode.
- * @id: The identity the pages will be read under (copied).
  *
  * The caller owns one reference.  Looking mappings up by inode is the
  * caller's business (one mapping per inode).
  * Context: Any online thread.
  * Return: 0 and *@out, or -ENOMEM.
  */
-int cache_mapping_create(struct cache *c, const struct cache_identity *id,
-			 struct cache_mapping **out);
+int cache_mapping_create(struct cache *c, struct cache_mapping **out);
 
 /**
  * cache_mapping_get() - Take another reference to @m.
@@ -306,34 +295,6 @@ void cache_mapping_get(struct cache_mapping *m);
  * waits for a grace period.
  */
 void cache_mapping_put(struct cache_mapping *m);
-
-/**
- * cache_mapping_identity() - Copy the identity the pages are read under.
- * Context: Any thread holding a reference; takes the mapping's lock.
- */
-void cache_mapping_identity(struct cache_mapping *m, struct cache_identity *id);
-
-/**
- * cache_mapping_revalidate() - Close-to-open check against @now.
- *
- * Compares (ino, size, mtime, ctime) with the snapshot; if any differs,
- * drops every page and history entry as cache_mapping_invalidate() does
- * and takes @now as the new snapshot.
- * Context: Any online thread; takes the mapping's lock.
- * Return: true if the identity changed (and the pages were dropped).
- */
-bool cache_mapping_revalidate(struct cache_mapping *m,
-			      const struct cache_identity *now);
-
-/**
- * cache_mapping_set_identity() - Take @id as the snapshot, keeping pages.
- *
- * For the daemon's own writes, which update the cached pages they cover
- * (or invalidate them) and then record the new size and times.
- * Context: Any online thread; takes the mapping's lock.
- */
-void cache_mapping_set_identity(struct cache_mapping *m,
-				const struct cache_identity *id);
 
 /**
  * cache_mapping_invalidate() - Drop pages and history in [@first, @last].

@@ -161,7 +161,6 @@ struct cache_mapping {
 	struct cache *cache;
 	pthread_mutex_t lock;
 	struct cache_tree tree;
-	struct cache_identity id; /* under lock */
 	uint64_t mid; /* unique id, for the ghost record; never reused */
 	uint32_t users; /* __atomic */
 	uint32_t refs; /* __atomic */

@@ -22,8 +22,7 @@
 /* Most pages one inserter evicts itself at the hard limit. */
 #define RECLAIM_DIRECT_MAX 64
 
-int cache_mapping_create(struct cache *c, const struct cache_identity *id,
-			 struct cache_mapping **out)
+int cache_mapping_create(struct cache *c, struct cache_mapping **out)
 {
 	struct cache_mapping *m;
 	int rc;
@@ -39,7 +38,6 @@ int cache_mapping_create(struct cache *c, const struct cache_identity *id,
 	}
 	m->cache = c;
 	cache_tree_init(&m->tree);
-	m->id = *id;
 	m->users = 1;
 	m->refs = 1;
 	pthread_mutex_lock(&c->mappings_lock);
@@ -118,49 +116,6 @@ void cache_mapping_put(struct cache_mapping *m)
 	c->nr_mappings--;
 	pthread_mutex_unlock(&c->mappings_lock);
 	cache_mapping_ref_put(m);
-}
-
-void cache_mapping_identity(struct cache_mapping *m, struct cache_identity *id)
-{
-	pthread_mutex_lock(&m->lock);
-	*id = m->id;
-	pthread_mutex_unlock(&m->lock);
-}
-
-static bool identity_equal(const struct cache_identity *a,
-			   const struct cache_identity *b)
-{
-	return a->ino == b->ino && a->size == b->size &&
-	       a->mtime.tv_sec == b->mtime.tv_sec &&
-	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
-	       a->ctime.tv_sec == b->ctime.tv_sec &&
-	       a->ctime.tv_nsec == b->ctime.tv_nsec;
-}
-
-bool cache_mapping_revalidate(struct cache_mapping *m,
-			      const struct cache_identity *now)
-{
-	bool changed;
-
-	pthread_mutex_lock(&m->lock);
-	changed = !identity_equal(&m->id, now);
-	if (changed) {
-		uint64_t n =
-			drop_range_locked(m, 0, UINT64_MAX, CACHE_PG_INVALID);
-
-		cache_stat_add(&m->invalidated, n);
-		m->id = *now;
-	}
-	pthread_mutex_unlock(&m->lock);
-	return changed;
-}
-
-void cache_mapping_set_identity(struct cache_mapping *m,
-				const struct cache_identity *id)
-{
-	pthread_mutex_lock(&m->lock);
-	m->id = *id;
-	pthread_mutex_unlock(&m->lock);
 }
 
 uint64_t cache_mapping_invalidate(struct cache_mapping *m, uint64_t first,

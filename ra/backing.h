@@ -4,7 +4,7 @@
  * (O_DIRECT where the backing filesystem allows it, else buffered with the
  * kernel's readahead off), the stripe chunk used to split I/O, and the I/O
  * counters.  It does not own the pages it reads: those come from
- * cache_insert_locked(), each with a reference, and every page handed to
+ * cache_insert_range(), each with a reference, and every page handed to
  * ra_backing_read() is completed exactly once through ops->complete(), which
  * drops that reference (cache_page_complete()).
  *

@@ -1,4 +1,4 @@
-/* decide.c - on-demand and context readahead decisions (DESIGN.md section 5).
+/* decide.c - on-demand and context readahead decisions (docs/design.md ("The window")).
  *
  * A window, and where its READAHEAD mark sits:
  *
@@ -130,7 +130,7 @@ static void state_set(struct ra_hstate *st, const struct ra_decision *d)
 	st->async_size = d->async_size;
 }
 
-/* The initial window of DESIGN.md's sync rule 1 (also used for a candidate
+/* The initial window of docs/design.md's sync rule 1 (also used for a candidate
  * stream continued by another handle). */
 static void initial_window(const struct ra_params *p, struct ra_decision *d,
 			   enum ra_kind kind, uint64_t index, uint64_t req,
@@ -143,7 +143,7 @@ static void initial_window(const struct ra_params *p, struct ra_decision *d,
 }
 
 /*
- * DESIGN.md's sync rules on the handle state alone, with window cap @max.
+ * docs/design.md's sync rules on the handle state alone, with window cap @max.
  * Leaves @st untouched for a random read.
  */
 static void sync_rules(struct ra_hstate *st, const struct ra_params *p,
@@ -190,7 +190,7 @@ random:
 	decision_set(p, d, RA_KIND_RANDOM, index, req, 0);
 }
 
-/* DESIGN.md's async rules on @st, with window cap @max. */
+/* docs/design.md's async rules on @st, with window cap @max. */
 static void async_rules(struct ra_hstate *st, const struct ra_params *p,
 			const struct ra_view *v, uint64_t index, uint64_t req,
 			uint64_t max, struct ra_decision *d)

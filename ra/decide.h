@@ -1,6 +1,6 @@
 /* decide.h - readahead decisions, pure: no I/O, no locks, no allocation.
  *
- * Internal to ra/ (ra.c and the tests).  Implements DESIGN.md section 5:
+ * Internal to ra/ (ra.c and the tests).  Implements docs/design.md ("The window"):
  * the sync trigger (a read of @req pages at @index finds @index missing)
  * and the async trigger (a read hits a page carrying the READAHEAD mark),
  * on one per-handle state, optionally combined with the per-inode stream
@@ -8,7 +8,7 @@
  * hole scans), so trace tests replay decisions against a model cache.
  *
  * All sizes and indexes are in pages.  Index arithmetic is unsigned and
- * wraps on purpose where DESIGN.md's rules use -1: prev_index starts at
+ * wraps on purpose where docs/design.md's rules use -1: prev_index starts at
  * RA_PREV_NONE (UINT64_MAX, i.e. -1), so "index - prev_index <= 1" is true
  * for a first read at page 0 and false for one at page 1, as in the kernel.
  *
@@ -26,7 +26,7 @@
 
 struct ra_stream_table;
 
-/* prev_index before any read: -1 in DESIGN.md's arithmetic. */
+/* prev_index before any read: -1 in docs/design.md's arithmetic. */
 #define RA_PREV_NONE UINT64_MAX
 /* "No mark" / "no page": never a valid index (indexes stay below 2^52). */
 #define RA_NO_PAGE UINT64_MAX
@@ -123,7 +123,7 @@ void ra_hstate_init(struct ra_hstate *st);
 /**
  * ra_note_read_state() - Record a read of @nr pages at @index in @st.
  *
- * Every read does this once, at its end, hits and misses alike (DESIGN.md:
+ * Every read does this once, at its end, hits and misses alike (docs/design.md:
  * prev_index is the last page of the previous read).  The decide functions
  * read prev_index and never write it, so a read that triggers several
  * decisions (a miss, then a mark further on) is judged against the read
@@ -134,7 +134,7 @@ void ra_note_read_state(struct ra_hstate *st, uint64_t index, uint64_t nr);
 
 /**
  * ra_decide_sync() - Sync trigger: a read of @req pages at @index missed.
- * @table: the inode's stream table, or NULL to apply DESIGN.md's per-handle
+ * @table: the inode's stream table, or NULL to apply docs/design.md's per-handle
  *	   rules alone.  How the two combine is described in stream.h.
  *
  * Updates @st's window and @table as the rules say (not prev_index) and

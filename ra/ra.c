@@ -70,6 +70,7 @@ struct ra_engine {
 struct ra_file {
 	struct ra_engine *e;
 	struct cache_mapping *m; /* a reference */
+	const uint64_t *size; /* __atomic, the owner's: the file's size */
 	struct ra_backing *b; /* a reference */
 	int refs; /* __atomic */
 	struct ra_geometry geom; /* copy: window-end rounding */
@@ -330,7 +331,7 @@ void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st)
 /* Files                                                                   */
 
 int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
-		 dev_t dev, struct ra_file **out)
+		 dev_t dev, const uint64_t *size, struct ra_file **out)
 {
 	static const enum ra_backing_mode modes[] = {
 		[RA_BACKING_IO_AUTO] = RA_BACKING_AUTO,
@@ -342,12 +343,13 @@ int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
 	struct ra_file *f;
 	int rc;
 
-	if (!e || !m || !out)
+	if (!e || !m || !size || !out)
 		return -EINVAL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
 	f->e = e;
+	f->size = size;
 	f->refs = 1;
 	engine_geometry(e, dev, &f->geom);
 	f->tune_seen = __atomic_load_n(&e->tune, __ATOMIC_ACQUIRE);
@@ -446,13 +448,12 @@ static uint64_t view_next_hole(void *ctx, uint64_t index, uint64_t max_scan)
 	return cache_next_hole_rcu(ctx, index, max_scan);
 }
 
-/* The file size in pages, as the mapping's identity has it. */
+/* The file size in pages, as the file's owner has it. */
 static uint64_t file_eof(struct ra_file *f)
 {
-	struct cache_identity id;
+	uint64_t size = __atomic_load_n(f->size, __ATOMIC_ACQUIRE);
 
-	cache_mapping_identity(f->m, &id);
-	return (id.size + CACHE_PAGE_SIZE - 1) >> RA_PAGE_SHIFT;
+	return (size + CACHE_PAGE_SIZE - 1) >> RA_PAGE_SHIFT;
 }
 
 /* Thrash and waste reported by the cache, charged to the streams.  Called
@@ -472,7 +473,7 @@ static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
 	}
 }
 
-/* Round a window's end onto the stripe (ra-io's rule: only where it costs
+/* Round a window's end onto the stripe (the geometry's rule: only where it costs
  * nothing) and keep the mark where the rule put it.  @min_end: the reader's
  * own pages stay inside. */
 static void round_window(const struct ra_file *f, struct ra_decision *d,

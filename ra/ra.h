@@ -54,7 +54,7 @@ struct ra_engine;
 struct ra_file;
 
 /* The context rule for a sync miss that is neither at page 0, oversize nor
- * sequential for its handle (DESIGN.md section 5, sync rule 2). */
+ * sequential for its handle (docs/design.md ("The window"), sync rule 2). */
 enum ra_context_rule {
 	RA_CONTEXT_CONSERVATIVE = 0, /* default: contig > req, size =
 				      * min(contig + req, max), async 1 */
@@ -104,7 +104,7 @@ enum ra_backing_io {
  * @max_bytes:	window cap (-o ra_max=); 0: max(1 MiB, 2 x stripe width)
  *		of each backing device.  A multiple of 4 KiB, at most 1 GiB.
  * @context:	the context rule (default conservative).
- * @no_stream_table: turn the per-inode stream table off (DESIGN.md's
+ * @no_stream_table: turn the per-inode stream table off (docs/design.md's
  *		per-handle rules alone).
  * @workers:	worker threads (-o ra_workers=), 1..64; 0: 4.
  * @queue_depth: queued windows per priority, 1..65536; 0: 1024.
@@ -131,7 +131,7 @@ struct ra_config {
 	const char *sysfs_root;
 };
 
-/* A handle's readahead state (DESIGN.md: start, size, async_size,
+/* A handle's readahead state (docs/design.md: start, size, async_size,
  * prev_index).  Embedded by the caller; fields private: use the
  * functions.  ra_state_init() before use, ra_state_destroy() after. */
 struct ra_state {
@@ -214,6 +214,9 @@ int ra_engine_destroy(struct ra_engine *e);
  * @backing_fd:	any fd of the backing inode (not kept: reopened read-only,
  *		O_DIRECT where allowed).
  * @dev:	st_dev of the backing filesystem (stripe geometry).
+ * @size:	the file's size in bytes, kept by the file's owner (the data
+ *		path) and read with an atomic load at every decision: windows
+ *		are clipped to it.  Valid until the last ra_file_put().
  *
  * One per inode, shared by every handle: the caller keeps it with the
  * inode.  Returns with one reference.
@@ -221,7 +224,7 @@ int ra_engine_destroy(struct ra_engine *e);
  * Return: 0 and *@out, -ENOMEM, or the backing open's -errno.
  */
 int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
-		 dev_t dev, struct ra_file **out);
+		 dev_t dev, const uint64_t *size, struct ra_file **out);
 
 /** ra_file_get() - Another reference.  Context: a holder of one. */
 void ra_file_get(struct ra_file *f);

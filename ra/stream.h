@@ -10,7 +10,7 @@
  *              start + size - async_size, and a cap on its window size
  *              (thrash feedback).
  *
- * How the table combines with DESIGN.md's per-handle rules (decide.c; the
+ * How the table combines with docs/design.md's per-handle rules (decide.c; the
  * table is optional, RA_KIND_* name the outcome):
  *
  * A stream S *reaches* @index when @index lies within RA_STREAM_REACH x
@@ -35,7 +35,7 @@
  *      evicted, thrashed, invalidated): STREAM_REFILL, start = @index,
  *      size = max(min(S.size, cap), req), async_size = size - req if that is
  *      positive, else size / 2 (the sequential-miss rule).
- *   2. DESIGN.md's per-handle rules, exactly, with max = S.cap when a
+ *   2. docs/design.md's per-handle rules, exactly, with max = S.cap when a
  *      stream S reaches @index.  A window they open (initial, oversize,
  *      sequential, context) moves S forward, or starts a new stream (cap =
  *      max); a window that would move S back only refreshes S.
@@ -61,9 +61,9 @@
  *      ACTIVE stream.
  *   The handle's state takes a copy of every window from 1, 3 and 4.
  * Async (mark hit at @index):
- *   1. An ACTIVE stream whose mark is @index: STREAM_ASYNC, DESIGN.md's push
+ *   1. An ACTIVE stream whose mark is @index: STREAM_ASYNC, docs/design.md's push
  *      on S's window with max = S.cap; a clean window for the feedback.
- *   2. Otherwise DESIGN.md's async rules on the handle state (own mark:
+ *   2. Otherwise docs/design.md's async rules on the handle state (own mark:
  *      push; else next_hole recovery), with max = S.cap when a stream S
  *      reaches @index; the window is recorded as in sync rule 2.
  *

@@ -11,6 +11,8 @@ struct thread_buf {
 };
 
 static pthread_key_t thread_buf_key;
+static pthread_once_t thread_buf_once = PTHREAD_ONCE_INIT;
+static int thread_buf_key_rc;
 
 static void thread_buf_free(void *p)
 {
@@ -20,9 +22,16 @@ static void thread_buf_free(void *p)
 	free(b);
 }
 
+static void thread_buf_key_create(void)
+{
+	thread_buf_key_rc =
+		-pthread_key_create(&thread_buf_key, thread_buf_free);
+}
+
 int afs_thread_buf_key_init(void)
 {
-	return -pthread_key_create(&thread_buf_key, thread_buf_free);
+	pthread_once(&thread_buf_once, thread_buf_key_create);
+	return thread_buf_key_rc;
 }
 
 void *afs_thread_buf(size_t size)

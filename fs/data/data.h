@@ -1,18 +1,26 @@
-/* ahead.h - aheadfs's own page cache and readahead in the daemon's data path.
+/* data.h - the data path: aheadfs's own page cache and readahead between the
+ * FUSE adapter and the backing files.  Nothing here knows FUSE: a read is
+ * served through a reply callback, so the same function serves the daemon
+ * and every test that reads.
  *
  * Objects:
  *   struct afs_ahead   one per mount: the cache (cache/), the readahead
- *                      engine (ra/), the read mode and the options in force.
- *   struct afs_fcache  one per backing regular file the kernel has opened:
- *                      its cache mapping and ra_file, shared by every handle,
- *                      thread and process.  Owned by the inode table entry
- *                      (afs_inode.fc, released when the entry is freed) and
- *                      by every open handle (a reference each).
- *   struct afs_handle  one per open regular file (fi->fh points to it): the
- *                      backing fd opened with the caller's flags, the
- *                      handle's readahead state, and its afs_fcache.
+ *                      engine (ra/), the read mode, the table of files.
+ *   struct afs_fcache  one per backing regular file, found by its key
+ *                      (struct afs_file_key: backing device, inode number,
+ *                      generation -- what a file handle names): the ONE
+ *                      owner of the file's identity (size, mtime, ctime)
+ *                      and EOF, its cache mapping and its ra_file, shared
+ *                      by every handle, thread and process.  Reference
+ *                      counted; the FUSE inode holds one, each open one, so
+ *                      it can outlive the FUSE inode (a lookup by key finds
+ *                      it again while anyone holds it).
+ *   struct afs_handle  one per open regular file, embedded by the adapter:
+ *                      the backing fd opened with the caller's flags and the
+ *                      handle's readahead state.  Reads without a handle
+ *                      use the file's own readahead state instead.
  *
- * Read modes (-o read_mode=, DESIGN.md section 3):
+ * Read modes (-o read_mode=, docs/design.md "Read modes"):
  *   kernel  (default) the kernel's page cache sits on top and serves hits;
  *           aheadfs serves the kernel's misses and readahead from its own
  *           cache, which its readahead keeps ahead.  A page handed to the
@@ -24,42 +32,50 @@
  *
  * Coherency: writes, truncates, hole punches and copy_file_range go to the
  * backing first, then drop the cached pages they cover
- * (cache_mapping_invalidate(): safe against readers and in-flight I/O) and
- * record the backing's new identity.  A change made behind the mount is
- * caught on open and getattr (afs_ahead_revalidate(): the backing's ino,
- * size, mtime and ctime against the snapshot the pages were read under):
- * close-to-open consistency, as NFS gives.
+ * (afs_fcache_changed(): safe against readers and in-flight I/O) and record
+ * the backing's new identity.  A change made behind the mount is caught
+ * where the adapter compares the backing with the identity
+ * (afs_fcache_revalidate(), on open and getattr): the pages and streams go,
+ * and the file's count of such changes (afs_fcache_changes()) tells the
+ * adapter that the kernel's cached pages and attributes are stale too.
  *
- * Concurrency: the read path runs on libfuse's worker threads, many at once
+ * Concurrency: the read path runs on the adapter's threads, many at once
  * per file and per handle.  It takes no lock on a hit: pages are looked up
- * under rcu_read_lock() and the reply is sent from inside the read-side
+ * under rcu_read_lock() and the reply callback runs inside the read-side
  * section (the buffers cannot be recycled before it ends).  Misses call
- * into ra/, which takes its own locks (see ra.h) and never holds one across
- * I/O.  afs_fcache.size is an atomic word (the EOF the reads are clipped
- * to).  Every thread that enters here is made an RCU reader by
- * cache_thread_online() (lazy registration, see cache.h).
+ * into ra/, which takes its own locks (ra/ra.h) and never holds one across
+ * I/O.  fc->size is an atomic word (the EOF reads and windows are clipped
+ * to), written under fc->lock with the rest of the identity; fc->raf is
+ * set once under fc->lock and read with an acquire load.  The table of
+ * files and every reference count are guarded by the mount's files_lock, a
+ * leaf lock (the adapter may call in with its inode table locked).  Every
+ * thread that enters here is made an RCU reader by cache_thread_online()
+ * (lazy registration, see cache/cache.h).
  */
-#ifndef AFS_AHEAD_H
-#define AFS_AHEAD_H
+#ifndef AFS_DATA_H
+#define AFS_DATA_H
 
-#include <fuse_lowlevel.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "cache/cache.h"
 #include "ra/ra.h"
+
+/* The largest request the daemon takes (max_write, and so the kernel's
+ * max_pages of 256 for reads too). */
+#define AFS_DATA_MAX_REQUEST (1U << 20)
 
 /* The least automatic readahead cap: windows of at most the kernel's
  * largest FUSE request (1 MiB) never get ahead of the kernel's own readahead
  * in kernel mode, nor of 1 MiB application reads in direct mode
  * (docs/benchmarks.md). */
 #define AFS_RA_AUTO_FLOOR (4u << 20)
-
-/* The largest request the daemon takes (max_write, and so the kernel's
- * max_pages of 256 for reads too). */
-#define AFS_DATA_MAX_REQUEST (1U << 20)
 
 enum afs_read_mode {
 	AFS_READ_KERNEL = 0, /* default */
@@ -72,12 +88,16 @@ enum afs_read_mode {
  * @ra: The readahead engine's options (ra_max=, ra_workers=, stripe=,
  *	chunk=, context_ra=, backing_io=).
  * @read_mode: -o read_mode=.
+ * @manual_reclaim: no reclaimer thread (unit tests evict by hand).
  */
 struct afs_ahead_config {
 	uint64_t cache_size;
 	struct ra_config ra;
 	enum afs_read_mode read_mode;
+	bool manual_reclaim;
 };
+
+struct afs_fcache;
 
 struct afs_ahead {
 	struct cache *cache;
@@ -87,27 +107,47 @@ struct afs_ahead {
 	time_t started_wall;
 	uint64_t uncached_reads; /* __atomic: reads served around the cache */
 	uint64_t revalidations; /* __atomic: changes behind the mount seen */
+	pthread_mutex_t files_lock; /* the table below, every fc->refs */
+	struct afs_fcache **files; /* hash buckets by key */
+	size_t nbuckets, nfiles;
+};
+
+/* What names a backing file: its filesystem, inode number, generation. */
+struct afs_file_key {
+	dev_t dev;
+	uint64_t ino;
+	uint32_t gen;
 };
 
 struct afs_fcache {
-	struct cache_mapping *map;
-	struct ra_file *raf;
-	uint64_t size; /* __atomic: the backing size reads are clipped to */
-	uint64_t refs; /* __atomic */
+	struct afs_ahead *a;
+	struct afs_file_key key; /* immutable */
+	struct cache_mapping *map; /* immutable */
+	struct ra_file *raf; /* set once under lock (__atomic), or NULL */
+	pthread_mutex_t lock; /* leaf: identity, raf's creation */
+	/* The identity the cached pages were read under: */
+	uint64_t size; /* __atomic (written under lock): EOF */
+	struct timespec mtime, ctime; /* under lock */
+	struct ra_state ra; /* readahead state of reads without a handle */
+	uint64_t changes; /* __atomic: changes behind the mount seen */
 	uint64_t uncached_reads; /* __atomic */
 	uint64_t revalidations; /* __atomic */
+	uint64_t refs; /* under a->files_lock */
+	struct afs_fcache *next; /* hash chain, a->files_lock */
 };
 
+/* An open regular file's part of the data path.  fi->fh does not point
+ * here: it points to the adapter's struct afs_file, which embeds this. */
 struct afs_handle {
 	int fd; /* backing fd, the caller's open flags */
 	bool direct_io; /* opened with direct_io (read_mode=direct) */
-	struct afs_fcache *fc; /* a reference; NULL for non-regular files */
+	bool cached; /* reads use the file's cache (else served around it) */
 	struct ra_state ra;
 };
 
 /**
  * afs_ahead_min_cache() - The smallest cache budget that lets @threads
- * FUSE threads and the readahead workers make progress: every thread's
+ * serving threads and the readahead workers make progress: every thread's
  * largest request plus every worker's largest window.
  * Context: Pure.
  */
@@ -115,35 +155,52 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 			     unsigned int threads);
 
 /**
- * afs_ahead_create() - Start the cache and the readahead engine.
- * @threads: The most FUSE worker threads (-o max_threads=).
- * @err: One line on failure (a budget too small names the minimum).
- *
- * Context: Before serving; starts threads.
- * Return: 0 and *@out, -EINVAL (bad configuration), -ENOMEM, or a thread
- * creation's -errno.
+ * afs_ahead_cache_size() - The budget @cfg asks for: cache_size, or an
+ * eighth of RAM when it is 0.
+ * Context: Pure but for sysconf().
  */
-int afs_ahead_create(const struct afs_ahead_config *cfg, unsigned int threads,
+uint64_t afs_ahead_cache_size(const struct afs_ahead_config *cfg);
+
+/**
+ * afs_ahead_check() - Whether @cfg's budget lets @threads serving threads
+ * and the readahead workers make progress (afs_ahead_min_cache()).
+ * @err: One line naming the minimum when it does not.
+ * Context: Pure but for sysconf(); before mounting.
+ * Return: 0 or -EINVAL.
+ */
+int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,
+		    char *err, size_t errlen);
+
+/**
+ * afs_ahead_create() - Start the cache and the readahead engine.
+ * @err: One line on failure.
+ *
+ * The budget is taken as it is: the daemon checks it first with
+ * afs_ahead_check(); a smaller one (unit tests of eviction) only makes
+ * readers wait for room and serve more reads around the cache.
+ * Context: Before serving; starts threads.
+ * Return: 0 and *@out, -EINVAL (bad readahead options), -ENOMEM, or a
+ * thread creation's -errno.
+ */
+int afs_ahead_create(const struct afs_ahead_config *cfg,
 		     struct afs_ahead **out, char *err, size_t errlen);
 
 /**
  * afs_ahead_destroy() - Stop the engine and free the cache.
- * Context: After the session loop ended and every inode entry was freed.
+ * Context: After serving ended and every afs_fcache was put.
  */
 void afs_ahead_destroy(struct afs_ahead *a);
 
 /**
- * afs_fcache_attach() - The afs_fcache of a regular file, created on first
- * use and stored in *@slot (the inode entry's field) for every later open.
- * @fd: An fd on the backing file (not kept).
- * @st: fstat() of @fd: the identity pages will be read under.
+ * afs_fcache_lookup() - The file named @key, created on first use with the
+ * identity in @st (fstat of the backing file now).
  *
- * A racing attach of the same file loses and uses the winner's.  On
- * success the caller holds one reference of its own (afs_fcache_put()).
- * Context: Serving thread; opens the backing file for readahead.
- * Return: 0 and *@out, -ENOMEM, or the backing open's -errno.
+ * A file already known is returned as it is: comparing it with the backing
+ * is afs_fcache_revalidate()'s job.
+ * Context: Serving thread; takes a->files_lock.
+ * Return: 0 and *@out with a reference (afs_fcache_put()), or -ENOMEM.
  */
-int afs_fcache_attach(struct afs_ahead *a, struct afs_fcache **slot, int fd,
+int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
 		      const struct stat *st, struct afs_fcache **out);
 
 /** afs_fcache_get() - Another reference.  Context: a holder of one. */
@@ -151,61 +208,139 @@ void afs_fcache_get(struct afs_fcache *fc);
 
 /**
  * afs_fcache_put() - Drop a reference; the last drops the file's pages and
- * its ra_file.
+ * its ra_file.  @fc may be NULL.
  * Context: Online or not; outside RCU read-side sections; may sleep
- * (cancels queued readahead).
+ * (cancels queued readahead); takes a->files_lock.
  */
 void afs_fcache_put(struct afs_fcache *fc);
 
 /**
- * afs_ahead_revalidate() - Compare @st (the backing now) with the snapshot;
- * a change behind the mount drops the file's pages and streams.
- * Context: Serving thread; takes the mapping's lock.
- * Return: true if the file changed (the kernel's cached pages are stale
- * too: the caller does not set keep_cache on this open).
+ * afs_fcache_ra() - The readahead side of @fc, opened on first use.
+ * @fd: Any fd on the backing file (not kept: ra/ reopens it read-only as
+ *	the daemon).
+ *
+ * Context: Serving thread; takes fc->lock; opens the backing file once.
+ * Return: 0; -EACCES where the daemon may not read the file (a non-root
+ * daemon, a write-only open); -ENOMEM or the backing open's -errno.
  */
-bool afs_ahead_revalidate(struct afs_ahead *a, struct afs_fcache *fc,
-			  const struct stat *st);
+int afs_fcache_ra(struct afs_fcache *fc, int fd);
 
 /**
- * afs_ahead_changed() - The daemon changed bytes [@off, @off + @len) of the
- * file through @fd (write, fallocate, copy_file_range destination); @len 0
- * with @to_end: everything from @off on (truncate).  Drops the cached pages
- * covered, then records the backing's new identity from fstat(@fd).
- * Context: Serving thread, after the backing call returned; takes the
- * mapping's lock.
+ * afs_fcache_revalidate() - Compare @st (the backing now) with the
+ * identity; a change behind the mount drops the file's pages and streams,
+ * takes the new identity and counts a change (afs_fcache_changes()).
+ * Context: Serving thread; takes fc->lock and the mapping's lock.
+ * Return: true if the file changed.
  */
-void afs_ahead_changed(struct afs_fcache *fc, int fd, uint64_t off,
-		       uint64_t len, bool to_end);
+bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st);
 
 /**
- * afs_ahead_touched() - The daemon changed the file's metadata through @fd
+ * afs_fcache_changes() - How many changes behind the mount were seen: the
+ * kernel's cached pages and attributes of the file are stale when this
+ * moved since the adapter last told the kernel.
+ * Context: Any thread; one atomic load.
+ */
+uint64_t afs_fcache_changes(const struct afs_fcache *fc);
+
+/**
+ * afs_fcache_size() - The file's size as the identity has it (the EOF
+ * reads are clipped to).
+ * Context: Any thread; one atomic load.
+ */
+uint64_t afs_fcache_size(const struct afs_fcache *fc);
+
+/**
+ * afs_fcache_changed() - The daemon changed bytes [@off, @off + @len) of
+ * the file through @fd (write, fallocate, copy_file_range destination);
+ * @len 0 with @to_end: everything from @off on (truncate).  Drops the
+ * cached pages covered, then records the backing's new identity from
+ * fstat(@fd).  @fc may be NULL (nothing cached).
+ * Context: Serving thread, after the backing call returned; takes fc->lock
+ * and the mapping's lock.
+ */
+void afs_fcache_changed(struct afs_fcache *fc, int fd, uint64_t off,
+			uint64_t len, bool to_end);
+
+/**
+ * afs_fcache_touched() - The daemon changed the file's metadata through @fd
  * (mode, owner, times, xattrs): take the backing's new identity without
  * dropping pages, so that the new ctime is not taken for a change behind
- * the mount.  @fc may be NULL (a file never opened).
+ * the mount.  @fc may be NULL.
  * Context: Serving thread, after the backing call returned.
  */
-void afs_ahead_touched(struct afs_fcache *fc, int fd);
+void afs_fcache_touched(struct afs_fcache *fc, int fd);
 
 /**
- * afs_ahead_read() - Serve a READ of @size bytes at @off on @h and reply.
- *
- * Hits reply with an iovec over the cache pages from inside the RCU
- * read-side section (no copy, no allocation); misses and READAHEAD marks
- * drive ra/; the reader waits only for its own pages and stops waiting if
- * the request is interrupted.  When the cache has no room the read is
- * served from the backing directly.  Errors are the backing's.
- * Context: Serving thread; may sleep on I/O.
- */
-void afs_ahead_read(fuse_req_t req, struct afs_ahead *a, struct afs_handle *h,
-		    size_t size, off_t off);
-
-/**
- * afs_read_uncached() - pread() @size bytes at @off of @fd into the
- * thread's buffer and reply (the passthrough read).
+ * afs_handle_init() - A handle on @fc's file: @fd opened with the caller's
+ * flags.  @fc NULL, or without a readahead side (afs_fcache_ra() failed),
+ * makes an uncached handle.
  * Context: Serving thread.
  */
-void afs_read_uncached(fuse_req_t req, int fd, size_t size, off_t off);
+void afs_handle_init(struct afs_handle *h, struct afs_fcache *fc, int fd,
+		     bool direct_io);
+
+/** afs_handle_destroy() - Close the fd; free the readahead state. */
+void afs_handle_destroy(struct afs_handle *h);
+
+/**
+ * afs_read_reply_fn - Hands a read's data to the reader.
+ * @iov, @n: The bytes, in order (@n 0: end of file).  For cached pages the
+ *	call runs inside the RCU read-side section and the buffers are valid
+ *	only until it returns.
+ * Return: 0, or -errno if the data could not be handed over (the read is
+ *	over either way: nothing is retried).
+ */
+typedef int (*afs_read_reply_fn)(void *ctx, const struct iovec *iov, int n);
+
+/**
+ * afs_read_wait_fn - The reader is about to wait for pages under I/O with
+ * @wc (non-NULL), or has stopped waiting (@wc NULL).  The adapter lets an
+ * interrupt call cache_wait_cancel(@wc) meanwhile.
+ */
+typedef void (*afs_read_wait_fn)(void *ctx, struct cache_wait_cancel *wc);
+
+/**
+ * struct afs_read - One read, as the adapter describes it.
+ * @fc:		the file; NULL: served from @fd around the cache.
+ * @ra:		the handle's readahead state; NULL: the file's own (a read
+ *		that arrived with no handle).
+ * @fd:		a backing fd for reads served around the cache.
+ * @keep_data:	the pages stay data after the reply (direct mode); false:
+ *		the reader keeps its own copy (the kernel's page cache), so
+ *		the pages become history.
+ * @reply, @wait, @ctx: the callbacks (@wait may be NULL).
+ */
+struct afs_read {
+	struct afs_fcache *fc;
+	struct ra_state *ra;
+	int fd;
+	bool keep_data;
+	afs_read_reply_fn reply;
+	afs_read_wait_fn wait;
+	void *ctx;
+};
+
+/**
+ * afs_data_read() - Serve a read of @size bytes at @off, at most
+ * AFS_DATA_MAX_REQUEST (the largest request the kernel sends).
+ *
+ * Hits reply with an iovec over the cache pages from inside the RCU
+ * read-side section (no copy, no allocation); a page with the READAHEAD
+ * mark queues the next window first; a miss asks ra/ for a window, and the
+ * reader waits only for its own pages (a wait ended by cache_wait_cancel()
+ * fails the read with -EINTR).  A read past the EOF the identity knows
+ * checks the backing's size first (a file grown behind the mount is
+ * revalidated).  When the cache has no room, or pages keep vanishing
+ * between their I/O and the reply, the read is served from @r->fd.
+ * Context: Serving thread, outside RCU read-side sections; may sleep on
+ * I/O.
+ * Return: 0 after @r->reply ran (its own failure is not reported), or
+ * -errno without a reply: the backing's error for pages that failed, -EINTR
+ * for a cancelled wait, -ENOMEM, -EINVAL for a read larger than
+ * AFS_DATA_MAX_REQUEST.
+ */
+int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
+		  size_t size);
 
 /**
  * afs_thread_buf() - This thread's buffer, at least @size bytes, page
@@ -226,11 +361,12 @@ void *afs_thread_buf(size_t size);
 void afs_thread_buf_release(void);
 
 /**
- * afs_thread_buf_key_init() - Create the thread buffer key.
+ * afs_thread_buf_key_init() - Create the thread buffer key (once; every
+ * later call returns the first one's result).  afs_ahead_create() calls it.
  *
  * Context: Before serving.
  * Return: 0 or -errno.
  */
 int afs_thread_buf_key_init(void);
 
-#endif /* AFS_AHEAD_H */
+#endif /* AFS_DATA_H */

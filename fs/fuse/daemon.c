@@ -203,17 +203,11 @@ static unsigned serving_threads(const struct afs_opts *o)
 static int check_ahead(const struct afs_opts *o)
 {
 	struct afs_ahead_config c;
-	uint64_t min;
+	char err[AFS_ERRLEN];
 
 	ahead_config(o, &c);
-	min = afs_ahead_min_cache(&c, serving_threads(o));
-	if (o->cache_size && o->cache_size < min) {
-		afs_log(LOG_ERR,
-			"cache_size=%llu is too small: %u threads and %u "
-			"readahead workers need at least %llu MiB",
-			(unsigned long long)o->cache_size, serving_threads(o),
-			o->ra_workers ? o->ra_workers : 4,
-			(unsigned long long)((min + (1u << 20) - 1) >> 20));
+	if (afs_ahead_check(&c, serving_threads(o), err, sizeof(err))) {
+		afs_log(LOG_ERR, "%s", err);
 		return -EINVAL;
 	}
 	return 0;
@@ -358,7 +352,7 @@ static int run(struct afs_opts *o)
 	/* Threads of the cache and the readahead engine start after the
 	 * fork of fuse_daemonize(), which would not carry them over. */
 	ahead_config(o, &cfg);
-	rc = afs_ahead_create(&cfg, serving_threads(o), &fs.ahead, err,
+	rc = afs_ahead_create(&cfg, &fs.ahead, err,
 			      sizeof(err));
 	if (rc) {
 		afs_log(LOG_ERR, "%s", err);

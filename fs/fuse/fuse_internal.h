@@ -50,7 +50,7 @@ struct afs_file {
 	struct afs_open open; /* first: the list entry */
 	struct afs_itable *itable;
 	struct afs_inode *inode; /* a reference, dropped at release */
-	struct afs_handle h; /* backing fd, readahead state, cache (ahead.h) */
+	struct afs_handle h; /* backing fd, readahead state (data.h) */
 };
 
 static inline struct afs_file *afs_file_of(const struct fuse_file_info *fi)
@@ -151,6 +151,19 @@ int afs_lookup_entry(struct afs_fs *fs, fuse_req_t caller,
  * Return: 0 or -errno (@fd is closed then too).
  */
 int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e);
+
+/**
+ * afs_inode_fcache() - The data path state of regular file @inode, created
+ * by the first call with the identity @st (fstat of the backing, st_ino
+ * as the backing has it; NULL: fstat'ed here).
+ *
+ * Context: Serving thread; takes the data path's table lock.
+ * Return: The state (owned by @inode: no reference is passed), or NULL for
+ * a file that is not regular or when no memory was left (such a file is
+ * served around the cache).
+ */
+struct afs_fcache *afs_inode_fcache(struct afs_fs *fs, struct afs_inode *inode,
+				    const struct stat *st);
 
 /**
  * afs_tune_bdi_once() - Raise the mount's read_ahead_kb, on the first call.

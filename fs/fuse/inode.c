@@ -108,7 +108,6 @@ void afs_itable_destroy(struct afs_itable *t)
 				t->release_fc(i->fc);
 			if (i->fd >= 0)
 				close(i->fd);
-			pthread_mutex_destroy(&i->attr_lock);
 			free(i);
 		}
 	}
@@ -208,7 +207,6 @@ static void unlink_free_locked(struct afs_itable *t, struct afs_inode *i)
 		t->release_fc(i->fc);
 	if (i->fd >= 0)
 		close(i->fd);
-	pthread_mutex_destroy(&i->attr_lock);
 	free(i);
 	if (t->nbuckets > AFS_MIN_BUCKETS && t->count < t->nbuckets / 8)
 		resize_locked(t, t->nbuckets / 2);
@@ -302,10 +300,6 @@ static struct afs_inode *new_inode(uint32_t fsidx, uint64_t ino, int fd,
 	i->fd = fd;
 	i->type = type & S_IFMT;
 	i->generation = generation;
-	if (pthread_mutex_init(&i->attr_lock, NULL)) {
-		free(i);
-		return NULL;
-	}
 	return i;
 }
 
@@ -426,47 +420,6 @@ int afs_itable_reopen(struct afs_itable *t, uint64_t nodeid,
 	*out = afs_itable_insert(t, fsidx, ino, fd, st.st_mode,
 				 afs_fhandle_generation(fd), false);
 	return *out ? 0 : -ENOMEM;
-}
-
-void afs_inode_note_attr(struct afs_inode *inode, const struct stat *st)
-{
-	pthread_mutex_lock(&inode->attr_lock);
-	inode->attr_known = true;
-	inode->written = false;
-	inode->attr_size = st->st_size;
-	inode->attr_mtime = st->st_mtim;
-	inode->attr_ctime = st->st_ctim;
-	pthread_mutex_unlock(&inode->attr_lock);
-}
-
-void afs_inode_note_write(struct afs_inode *inode)
-{
-	pthread_mutex_lock(&inode->attr_lock);
-	inode->written = true;
-	pthread_mutex_unlock(&inode->attr_lock);
-}
-
-static bool ts_equal(struct timespec a, struct timespec b)
-{
-	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
-bool afs_inode_changed_behind(struct afs_inode *inode, const struct stat *st)
-{
-	bool changed;
-
-	pthread_mutex_lock(&inode->attr_lock);
-	changed = inode->attr_known && !inode->written &&
-		  (inode->attr_size != st->st_size ||
-		   !ts_equal(inode->attr_mtime, st->st_mtim) ||
-		   !ts_equal(inode->attr_ctime, st->st_ctim));
-	inode->attr_known = true;
-	inode->written = false;
-	inode->attr_size = st->st_size;
-	inode->attr_mtime = st->st_mtim;
-	inode->attr_ctime = st->st_ctim;
-	pthread_mutex_unlock(&inode->attr_lock);
-	return changed;
 }
 
 void afs_itable_lookup_ref(struct afs_itable *t, struct afs_inode *inode)

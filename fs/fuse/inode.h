@@ -62,24 +62,20 @@ struct afs_inode {
 	mode_t type; /* S_IFMT bits, immutable */
 	int fd; /* O_PATH|O_NOFOLLOW on the backing inode, owned */
 	bool pinned; /* the root: never freed by forget */
-	/* the file's cache and readahead state (fs/data/data.h), set once by the
-	 * first open of a regular file (__atomic), released with the entry
-	 * through t->release_fc */
+	/* a regular file's data path state (fs/data/data.h: its identity,
+	 * cache and readahead), a reference set once (__atomic) by the first
+	 * request that needs it, released with the entry through
+	 * t->release_fc */
 	struct afs_fcache *fc;
+	/* afs_fcache_changes() when the kernel was last told of a change
+	 * behind the mount (__atomic): a different count means its cached
+	 * pages and attributes are stale */
+	uint64_t changes_told;
 	uint64_t nlookup; /* protected by table lock */
 	uint64_t refs; /* protected by table lock */
 	struct afs_inode *next_id; /* by_id chain, table lock */
 	struct afs_inode *next_key; /* by_key chain, table lock */
 
-	/* What the kernel was last told of the backing file (attribute and
-	 * entry replies), so that an open can tell a change made behind the
-	 * mount (close-to-open consistency).  Guarded by attr_lock, a leaf
-	 * lock never held across a syscall. */
-	pthread_mutex_t attr_lock;
-	bool attr_known;
-	bool written; /* data changed through the mount since then */
-	off_t attr_size;
-	struct timespec attr_mtime, attr_ctime;
 };
 
 /* A backing filesystem under SOURCE (the list only grows). */
@@ -271,29 +267,12 @@ int afs_itable_backing(struct afs_itable *t, uint32_t fsidx,
 		       struct afs_backing_fs *out);
 
 /**
- * afs_inode_note_attr() - The kernel is being told @st about @inode.
- *
- * Context: Takes inode->attr_lock.
+ * afs_inode_fc() - @inode's cache state, or NULL while it has none.
+ * Context: Any thread holding a reference on @inode; one acquire load.
  */
-void afs_inode_note_attr(struct afs_inode *inode, const struct stat *st);
-
-/**
- * afs_inode_note_write() - @inode's data or size changed through the mount
- * (the kernel's cache already reflects it).
- *
- * Context: Takes inode->attr_lock.
- */
-void afs_inode_note_write(struct afs_inode *inode);
-
-/**
- * afs_inode_changed_behind() - Whether the backing file, now @st, changed
- * since the kernel was last told about it, other than through the mount;
- * records @st as what the kernel knows from now on.
- *
- * Context: Takes inode->attr_lock.
- * Return: true if size, mtime or ctime differ from the last attributes
- * replied and no write through the mount explains it.
- */
-bool afs_inode_changed_behind(struct afs_inode *inode, const struct stat *st);
+static inline struct afs_fcache *afs_inode_fc(const struct afs_inode *inode)
+{
+	return __atomic_load_n(&inode->fc, __ATOMIC_ACQUIRE);
+}
 
 #endif /* AFS_INODE_H */

@@ -81,7 +81,37 @@ static void fill_entry(struct afs_fs *fs, struct afs_inode *i,
 	e->attr.st_ino = afs_shown_ino(i);
 	e->attr_timeout = fs->attr_timeout;
 	e->entry_timeout = fs->entry_timeout;
-	afs_inode_note_attr(i, st);
+	/* The file's identity starts with what the kernel is told first. */
+	if (S_ISREG(i->type))
+		afs_inode_fcache(fs, i, st);
+}
+
+struct afs_fcache *afs_inode_fcache(struct afs_fs *fs, struct afs_inode *inode,
+				    const struct stat *st)
+{
+	struct afs_fcache *fc = afs_inode_fc(inode), *expected = NULL;
+	struct afs_file_key key;
+	struct stat now;
+
+	if (fc || !S_ISREG(inode->type))
+		return fc;
+	if (!st) {
+		if (fstatat(inode->fd, "", &now, AT_EMPTY_PATH))
+			return NULL;
+		st = &now;
+	}
+	key.dev = st->st_dev;
+	key.ino = inode->ino;
+	key.gen = inode->generation;
+	if (afs_fcache_lookup(fs->ahead, &key, st, &fc))
+		return NULL;
+	if (!__atomic_compare_exchange_n(&inode->fc, &expected, fc, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Another request attached first: the same file, by key. */
+		afs_fcache_put(fc);
+		fc = expected;
+	}
+	return fc;
 }
 
 int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e)
@@ -266,21 +296,15 @@ void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!i)
 		return;
 	rc = afs_stat(i, &st);
+	/* Close-to-open plus: a change behind the mount seen here drops
+	 * aheadfs's pages (what direct-mode reads and the kernel's next misses
+	 * get); the kernel's own pages go at the next open. */
 	if (!rc && S_ISREG(i->type)) {
-		struct afs_fcache *fc =
-			__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE);
-		struct stat backing = st;
+		struct afs_fcache *fc = afs_inode_fc(i);
 
-		/* Close-to-open plus: a change behind the mount seen here
-		 * drops aheadfs's pages (what direct-mode reads and the
-		 * kernel's next misses get); the kernel's own pages go at the
-		 * next open. */
-		backing.st_ino = (ino_t)i->ino;
 		if (fc)
-			afs_ahead_revalidate(fs->ahead, fc, &backing);
+			afs_fcache_revalidate(fc, &st);
 	}
-	if (!rc)
-		afs_inode_note_attr(i, &st);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -320,7 +344,7 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 			return -errno;
 		/* Pages past the new end (and the one holding it) go; an
 		 * O_PATH fd is enough for the fstat of the new identity. */
-		afs_ahead_changed(__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE),
+		afs_fcache_changed(afs_inode_fc(i),
 				  fd >= 0 ? fd : i->fd, (uint64_t)attr->st_size,
 				  0, true);
 	}
@@ -364,10 +388,8 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	/* Our own change of mode, owner or times moves ctime: take the new
 	 * identity so it is not taken for a change behind the mount. */
 	if (!rc && S_ISREG(i->type))
-		afs_ahead_touched(__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE),
+		afs_fcache_touched(afs_inode_fc(i),
 				  i->fd);
-	if (!rc)
-		afs_inode_note_attr(i, &st);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);

@@ -2,29 +2,28 @@
  * fallocate, lseek, copy_file_range.
  *
  * An open regular file is a struct afs_file in fi->fh: a reference on the
- * inode and a struct afs_handle (ahead.h) -- the backing fd, opened through
- * /proc/self/fd/N of the inode's O_PATH fd with the caller's flags (less
- * O_DIRECT: the kernel already gives the application direct I/O semantics on
- * the FUSE side, and the backing would refuse the unaligned buffers FUSE
- * requests arrive in) and credentials; the handle's readahead state; and a
- * reference to the file's cache state (afs_fcache: its cache mapping and
- * ra_file, shared by every open of the file).
+ * inode and a struct afs_handle (fs/data/data.h) -- the backing fd, opened
+ * through /proc/self/fd/N of the inode's O_PATH fd with the caller's flags
+ * (less O_DIRECT: the kernel already gives the application direct I/O
+ * semantics on the FUSE side, and the backing would refuse the unaligned
+ * buffers FUSE requests arrive in) and credentials, and the handle's
+ * readahead state.  The file's data path state (identity, cache mapping,
+ * ra_file) is the inode's (afs_inode_fc()), shared by every open of it.
  *
- * Two caches, two checks at open, both close-to-open consistency for changes
- * made behind the mount:
- *   - the kernel's: opens keep its page cache (keep_cache) unless the backing
- *     changed since the kernel last saw its attributes (size, mtime, ctime:
- *     afs_inode_changed_behind()); then its attributes are invalidated and
- *     the open drops its pages;
- *   - aheadfs's: the pages are dropped if the backing's identity differs
- *     from the one they were read under (afs_ahead_revalidate()).
+ * Close-to-open consistency for changes made behind the mount, for both
+ * caches at once: at open (and getattr) the backing is compared with the
+ * file's identity (afs_fcache_revalidate()); a change drops aheadfs's
+ * pages and counts one change; an open that sees the count moved since
+ * the kernel was last told drops the kernel's attributes and pages too.
  * Changes made through the mount (write, fallocate, copy_file_range,
- * truncate) are noted in both so they do not count as such.
+ * truncate) update the identity (afs_fcache_changed()), so they do not
+ * count as such.
  *
- * Reads go through the cache (afs_ahead_read()).  Writes: libfuse hands the
- * request's data in its per-thread receive buffer; fuse_buf_copy()
- * pwrite()s it straight to the backing fd, no copy and no allocation; then
- * afs_ahead_changed() drops the cached pages the write covered.
+ * Reads go through the data path (afs_data_read(), replying with an iovec
+ * over cache pages).  Writes: libfuse hands the request's data in its
+ * per-thread receive buffer; fuse_buf_copy() pwrite()s it straight to the
+ * backing fd, no copy and no allocation; then afs_fcache_changed() drops
+ * the cached pages the write covered.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,21 +56,11 @@ static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 	return rc;
 }
 
-/* The file's cache state, for changes through any open of it: the entry's,
- * which lives while the open's inode reference does (NULL if no open
- * could create one). */
-static struct afs_fcache *inode_fc(struct afs_inode *inode)
-{
-	return __atomic_load_n(&inode->fc, __ATOMIC_ACQUIRE);
-}
-
 static void free_file(struct afs_open *h)
 {
 	struct afs_file *f = (struct afs_file *)h;
 
-	close(f->h.fd);
-	afs_fcache_put(f->h.fc);
-	ra_state_destroy(&f->h.ra);
+	afs_handle_destroy(&f->h);
 	afs_itable_put(f->itable, f->inode);
 	free(f);
 }
@@ -83,20 +72,22 @@ static void release_file(struct afs_fs *fs, struct afs_file *f)
 
 /*
  * Hand @fd, opened on @inode (whose reference the file takes over), to the
- * kernel as @fi.  A regular file gets its cache state (created by its first
- * open) and a readahead state of its own.  Close-to-open consistency: if the
- * backing changed behind the mount since the kernel last heard of it, the
- * kernel drops its attributes now and its cached pages as it opens; if it
- * changed since aheadfs's pages were read, those go too.  An O_TRUNC open
- * has truncated the backing (atomic_o_trunc): the pages go as for a
- * truncate through the mount.
+ * kernel as @fi.  A regular file gets its readahead side (opened by its
+ * first open) and a readahead state of its own.  Close-to-open
+ * consistency: if the backing changed behind the mount since its identity
+ * was taken, aheadfs's pages go now, and -- whenever the file's count of
+ * such changes moved since the kernel was last told (here or at getattr)
+ * -- the kernel drops its attributes now and its cached pages as it opens.
+ * An O_TRUNC open has truncated the backing (atomic_o_trunc): the pages go
+ * as for a truncate through the mount.
  */
 static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 		       struct fuse_file_info *fi, bool created)
 {
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_file *f = calloc(1, sizeof(*f));
-	bool fresh, stale = false;
+	struct afs_fcache *fc = NULL;
+	bool direct_io = false, stale = false;
 	struct stat st;
 	int rc;
 
@@ -108,51 +99,53 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 		return rc;
 	}
 	if (S_ISREG(st.st_mode)) {
-		fresh = !__atomic_load_n(&inode->fc, __ATOMIC_ACQUIRE);
-		rc = afs_fcache_attach(fs->ahead, &inode->fc, fd, &st,
-				       &f->h.fc);
+		uint64_t changes;
+
+		fc = afs_inode_fcache(fs, inode, &st);
+		if (!fc) {
+			free(f);
+			return -ENOMEM;
+		}
+		if (!created && (fi->flags & O_TRUNC))
+			afs_fcache_changed(fc, fd, 0, 0, true);
+		else if (!created)
+			afs_fcache_revalidate(fc, &st);
+		changes = afs_fcache_changes(fc);
+		stale = __atomic_exchange_n(&inode->changes_told, changes,
+					    __ATOMIC_ACQ_REL) != changes;
 		/* The readahead side reopens the file for reading, as the
 		 * daemon: a non-root daemon may not read a file a caller opens
 		 * write-only.  Such an open works without a cache of its own
-		 * (its writes still drop the file's pages: write_buf() takes
-		 * the inode's cache state, whoever created it). */
-		if (rc == -EACCES && (fi->flags & O_ACCMODE) == O_WRONLY) {
-			f->h.fc = NULL;
-			fresh = true;
-		} else if (rc) {
+		 * (its writes still drop the file's pages: they go through
+		 * the inode's cache state). */
+		rc = afs_fcache_ra(fc, fd);
+		if (rc && !(rc == -EACCES &&
+			    (fi->flags & O_ACCMODE) == O_WRONLY)) {
 			free(f);
 			return rc;
 		}
-		if (!fresh && !created && (fi->flags & O_TRUNC))
-			afs_ahead_changed(f->h.fc, fd, 0, 0, true);
-		else if (!fresh && !created)
-			stale = afs_ahead_revalidate(fs->ahead, f->h.fc, &st);
 		if (fs->ahead->cfg.read_mode == AFS_READ_DIRECT &&
 		    (fi->flags & O_ACCMODE) == O_RDONLY) {
 			/* Every read reaches the daemon.  Writable opens keep
 			 * the kernel's cache: shared writable mappings need
 			 * it. */
 			fi->direct_io = 1;
-			f->h.direct_io = true;
+			direct_io = true;
 		}
 	}
-	ra_state_init(&f->h.ra);
+	afs_handle_init(&f->h, fc, fd, direct_io);
 	f->open.free = free_file;
 	f->itable = &fs->itable;
-	f->h.fd = fd;
 	f->inode = inode;
 	afs_open_add(fs, &f->open);
 	fi->fh = (uintptr_t)f;
 	fi->keep_cache = !stale;
-	if (afs_inode_changed_behind(inode, &st)) {
-		/* Attributes only (offset < 0): dropping pages here could
-		 * need a WRITE of dirty mmap pages that this thread, still
-		 * inside the OPEN, might be the one to serve. */
-		if (fs->se)
-			fuse_lowlevel_notify_inval_inode(fs->se, inode->nodeid,
-							 -1, 0);
-		fi->keep_cache = 0;
-	}
+	/* Attributes only (offset < 0): dropping pages here could need a
+	 * WRITE of dirty mmap pages that this thread, still inside the OPEN,
+	 * might be the one to serve.  keep_cache 0 drops them as the kernel
+	 * opens. */
+	if (stale && fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, inode->nodeid, -1, 0);
 	return 0;
 }
 
@@ -240,11 +233,46 @@ out_put:
 	fuse_reply_err(req, -rc);
 }
 
+static int read_reply(void *ctx, const struct iovec *iov, int n)
+{
+	return fuse_reply_iov(ctx, iov, n);
+}
+
+static void read_interrupted(fuse_req_t req, void *data)
+{
+	cache_wait_cancel(data);
+}
+
+/* The interrupt callback is registered only while the reader waits: a
+ * replied request is freed, so it must be gone by then. */
+static void read_wait(void *ctx, struct cache_wait_cancel *wc)
+{
+	fuse_req_interrupt_func(ctx, wc ? read_interrupted : NULL, wc);
+}
+
 void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
-	afs_ahead_read(req, afs_req_fs(req)->ahead, &afs_file_of(fi)->h, size,
-		       off);
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_file *f = afs_file_of(fi);
+	struct afs_read r = {
+		.fc = f->h.cached ? afs_inode_fc(f->inode) : NULL,
+		.ra = &f->h.ra,
+		.fd = f->h.fd,
+		.keep_data = f->h.direct_io,
+		.reply = read_reply,
+		.wait = read_wait,
+		.ctx = req,
+	};
+	int rc;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = afs_data_read(fs->ahead, &r, (uint64_t)off, size);
+	if (rc)
+		fuse_reply_err(req, -rc);
 }
 
 void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
@@ -257,13 +285,12 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	dst.buf[0].fd = f->h.fd;
 	dst.buf[0].pos = off;
-	afs_inode_note_write(f->inode);
 	n = fuse_buf_copy(&dst, bufv, 0);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
-	afs_ahead_changed(inode_fc(f->inode), f->h.fd, (uint64_t)off,
+	afs_fcache_changed(afs_inode_fc(f->inode), f->h.fd, (uint64_t)off,
 			  (uint64_t)n, false);
 	fuse_reply_write(req, (size_t)n);
 }
@@ -300,14 +327,13 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 {
 	struct afs_file *f = afs_file_of(fi);
 
-	afs_inode_note_write(f->inode);
 	if (fallocate(f->h.fd, mode, offset, length)) {
 		fuse_reply_err(req, errno);
 		return;
 	}
 	/* Punched or zeroed bytes change; plain allocation only the size,
 	 * but the identity must follow either way. */
-	afs_ahead_changed(inode_fc(f->inode), f->h.fd, (uint64_t)offset,
+	afs_fcache_changed(afs_inode_fc(f->inode), f->h.fd, (uint64_t)offset,
 			  (uint64_t)length, false);
 	fuse_reply_err(req, 0);
 }
@@ -332,14 +358,13 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	off_t dst = off_out;
 	ssize_t n;
 
-	afs_inode_note_write(out->inode);
 	n = copy_file_range(afs_fi_fd(fi_in), &off_in, out->h.fd, &off_out, len,
 			    (unsigned)flags);
 	if (n < 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
-	afs_ahead_changed(inode_fc(out->inode), out->h.fd, (uint64_t)dst,
+	afs_fcache_changed(afs_inode_fc(out->inode), out->h.fd, (uint64_t)dst,
 			  (uint64_t)n, false);
 	fuse_reply_write(req, (size_t)n);
 }

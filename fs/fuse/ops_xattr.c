@@ -63,8 +63,11 @@ static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
 			return rc;
 	}
 	if (t.is_reg) {
-		/* A file never opened gets its cache state now (empty). */
-		rc = afs_fcache_attach(fs->ahead, &i->fc, i->fd, &st, &fc);
+		/* A file never opened gets its readahead side now (empty). */
+		fc = afs_inode_fcache(fs, i, &st);
+		if (!fc)
+			return -ENOMEM;
+		rc = afs_fcache_ra(fc, i->fd);
 		if (rc)
 			return rc;
 		t.fc = fc;
@@ -86,7 +89,6 @@ static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
 		rc = -EINVAL;
 		break;
 	}
-	afs_fcache_put(fc);
 	return rc;
 }
 
@@ -147,7 +149,7 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 	afs_creds_leave(&c);
 	/* A changed attribute moves ctime: not a change behind the mount. */
 	if (!rc && (op == X_SET || op == X_REMOVE) && S_ISREG(i->type))
-		afs_ahead_touched(__atomic_load_n(&i->fc, __ATOMIC_ACQUIRE),
+		afs_fcache_touched(afs_inode_fc(i),
 				  i->fd);
 out_put:
 	afs_itable_put(&fs->itable, i);

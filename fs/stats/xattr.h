@@ -1,8 +1,7 @@
-/* xattr_ahead.h - the user.aheadfs.* extended attributes: stats, cache map,
+/* xattr.h - the user.aheadfs.* extended attributes: stats, cache map,
  * per-file advice and run-time tunables, answered by the daemon itself.
  *
- * Names (docs/stats.md documents every field; /work/prompts/stats-schema.md
- * is the contract):
+ * Names (docs/stats.md documents every field):
  *   user.aheadfs.stats         regular file: that file's cache and readahead
  *                              figures; mount root: the whole mount's
  *   user.aheadfs.map           regular file: its cached pages, as runs when

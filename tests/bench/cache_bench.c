@@ -106,9 +106,8 @@ static struct cache *make_cache(uint64_t pages)
 
 static struct cache_mapping *make_mapping(struct cache *c)
 {
-	struct cache_identity id = {.ino = 1};
 	struct cache_mapping *m;
-	int rc = cache_mapping_create(c, &id, &m);
+	int rc = cache_mapping_create(c, &m);
 
 	if (rc)
 		die("cache_mapping_create", rc);

@@ -26,27 +26,17 @@ struct fixture {
 	struct cache_config cfg;
 };
 
-static inline struct cache_identity test_identity(uint64_t ino)
-{
-	struct cache_identity id = {.ino = ino, .size = 1 << 20};
-
-	id.mtime.tv_sec = 1000;
-	id.ctime.tv_sec = 1000;
-	return id;
-}
-
 static inline int fixture_setup_cfg(void **state,
 				    const struct cache_config *cfg)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct cache_identity id = test_identity(42);
 
 	cache_thread_online();
 	if (!f)
 		return -1;
 	f->cfg = *cfg;
 	if (cache_create(&f->cfg, &f->c) ||
-	    cache_mapping_create(f->c, &id, &f->m)) {
+	    cache_mapping_create(f->c, &f->m)) {
 		free(f);
 		return -1;
 	}

@@ -305,12 +305,11 @@ static void test_waste_and_ghost_thrash(void **state)
 static void test_ghost_is_per_mapping(void **state)
 {
 	struct fixture *f = *state;
-	struct cache_identity id = test_identity(43);
 	struct cache_mapping *other;
 
 	assert_int_equal(fill_range(f->m, 0, 4, CACHE_INSERT_PREFETCH), 4);
 	assert_int_equal(cache_reclaim(f->c, 4), 4);
-	assert_int_equal(cache_mapping_create(f->c, &id, &other), 0);
+	assert_int_equal(cache_mapping_create(f->c, &other), 0);
 	assert_false(cache_ghost_test_clear(other, 2));
 	assert_true(cache_ghost_test_clear(f->m, 2));
 	cache_mapping_put(other);

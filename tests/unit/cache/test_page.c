@@ -438,26 +438,6 @@ static void test_drop_to_history_skips_locked(void **state)
 	assert_int_equal(cache_page_drop_to_history(f->m, 0, 10), 1);
 }
 
-static void test_revalidate_drops_on_change_only(void **state)
-{
-	struct fixture *f = *state;
-	struct cache_identity id = test_identity(42), got;
-
-	fill_range(f->m, 0, 10, 0);
-	assert_false(cache_mapping_revalidate(f->m, &id));
-	assert_true(has_data(f->m, 3));
-	id.mtime.tv_nsec = 1; /* written behind the mount */
-	assert_true(cache_mapping_revalidate(f->m, &id));
-	assert_false(has_data(f->m, 3));
-	cache_mapping_identity(f->m, &got);
-	assert_int_equal(got.mtime.tv_nsec, 1);
-	assert_false(cache_mapping_revalidate(f->m, &id));
-	id.size = 7;
-	cache_mapping_set_identity(f->m, &id);
-	cache_mapping_identity(f->m, &got);
-	assert_int_equal(got.size, 7);
-}
-
 static void test_last_put_with_io_in_flight(void **state)
 {
 	struct fixture *f = *state;
@@ -591,7 +571,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_history_bounded_lowest_first, history_setup,
 			fixture_teardown),
-		T(test_revalidate_drops_on_change_only),
 		T(test_last_put_with_io_in_flight),
 		T(test_gang_lookup_range),
 		T(test_prev_hole_sentinel),

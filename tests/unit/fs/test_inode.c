@@ -421,39 +421,6 @@ static void test_reopen_forgotten(void **state)
 		-ESTALE);
 }
 
-/* Close-to-open: an open tells a change behind the mount (size, mtime or
- * ctime other than last told to the kernel) from a change through it. */
-static void test_changed_behind(void **state)
-{
-	struct fixture *f = *state;
-	struct afs_inode *i =
-		afs_itable_insert(&f->t, 0, 77, path_fd(), S_IFREG, 0, true);
-	struct stat st = {.st_size = 100};
-
-	st.st_mtim.tv_sec = 5;
-	/* nothing told yet: nothing to compare with */
-	assert_false(afs_inode_changed_behind(i, &st));
-	assert_false(afs_inode_changed_behind(i, &st)); /* unchanged */
-	st.st_size = 50; /* truncated behind the mount */
-	assert_true(afs_inode_changed_behind(i, &st));
-	assert_false(afs_inode_changed_behind(i, &st)); /* now known */
-	st.st_mtim.tv_nsec = 1;
-	assert_true(afs_inode_changed_behind(i, &st));
-	st.st_ctim.tv_sec = 9;
-	assert_true(afs_inode_changed_behind(i, &st));
-
-	/* a write through the mount explains the next difference */
-	afs_inode_note_write(i);
-	st.st_size = 4096;
-	assert_false(afs_inode_changed_behind(i, &st));
-
-	/* an attribute reply is what the kernel knows */
-	st.st_size = 1;
-	afs_inode_note_attr(i, &st);
-	assert_false(afs_inode_changed_behind(i, &st));
-	afs_itable_put(&f->t, i);
-}
-
 /* Racing lookups, forgets and in-flight references on shared inodes.
  *
  * Four threads each run, on 64 shared inode numbers in an order of their own:
@@ -521,7 +488,7 @@ int main(void)
 		T(test_ref_outlives_forget), T(test_forget_unknown_or_too_many),
 		T(test_forget_batch),	     T(test_million_lookups_no_growth),
 		T(test_grow_and_shrink),     T(test_synthetic_ids),
-		T(test_changed_behind),	     T(test_concurrent_lookup_forget),
+		T(test_concurrent_lookup_forget),
 		T(test_fsidx_registration),  T(test_reopen_forgotten),
 	};
 

@@ -105,7 +105,6 @@ static int setup_size(void **state, uint64_t size, uint64_t chunk)
 				       .ops = &cache_ops,
 				       .preadv_hook = hook_preadv};
 	const char *tmp = getenv("TMPDIR");
-	struct cache_identity id = {0};
 	struct stat st;
 	uint8_t buf[PG];
 
@@ -131,13 +130,9 @@ static int setup_size(void **state, uint64_t size, uint64_t chunk)
 	}
 	if (fsync(f->fd) || fstat(f->fd, &st))
 		return -1;
-	id.ino = st.st_ino;
-	id.size = (uint64_t)st.st_size;
-	id.mtime = st.st_mtim;
-	id.ctime = st.st_ctim;
 	bc.hook_ctx = &f->hook;
 	if (cache_create(&cc, &f->c) ||
-	    cache_mapping_create(f->c, &id, &f->m) ||
+	    cache_mapping_create(f->c, &f->m) ||
 	    ra_pool_create(&pc, &f->pool) || ra_backing_open(f->fd, &bc, &f->b))
 		return -1;
 	*state = f;

@@ -2,7 +2,7 @@
  *
  * Every trace runs twice with the stream table off: once through
  * ra/decide.c and once through the reference model of test_ra_model.h
- * (DESIGN.md section 5 written again), and the two must make the same
+ * (docs/design.md ("The window") written again), and the two must make the same
  * decisions and the same backing I/O, decision by decision.  Key windows
  * are also written down here, derived by hand from the rules (the
  * derivation is in the comment next to each).  Stripe rounding is not part
@@ -28,7 +28,7 @@ static void run2_free(struct run2 *r)
 	sim_free(&r->ref);
 }
 
-/* DESIGN.md's size rules, for two window caps, written out. */
+/* docs/design.md's size rules, for two window caps, written out. */
 static void test_window_sizes(void **state)
 {
 	/* max 32: init rounds up to a power of two, x4 if <= 1, x2 if <= 8 */
@@ -415,7 +415,7 @@ static bool near_touched(const uint8_t *touched, uint64_t npages,
 /*
  * Offsets are drawn again when they fall within 4 pages of an earlier read:
  * a read right after cached pages *is* what a passing stream looks like,
- * and DESIGN.md's context rule then opens a window if the cached run
+ * and docs/design.md's context rule then opens a window if the cached run
  * exceeds the request (test_read_at_zero_and_whole_file_doubling covers
  * that).  Without the redraw, this seed's trace has 3 such near-collisions
  * in 2000 reads over 488,288 pages.

@@ -1,7 +1,7 @@
 /* test_ra.c - the readahead facade against the real page cache and real
- * backing reads: a temporary file with a known pattern, read through
- * ra_sync_miss() / ra_marker_hit() the way the FUSE read path does, every
- * page's contents checked, and the counters that say why.
+ * backing reads: a temporary file with a known pattern, read through the
+ * data path's read function (afs_data_read(), the one the daemon serves
+ * READs with), every byte checked, and the counters that say why.
  *
  * The threaded test is for ThreadSanitizer (-DAHEADFS_SANITIZE=thread):
  * four readers share one stream, each on its own handle, while the workers
@@ -25,12 +25,16 @@
 #include <cmocka.h>
 
 #include "cache/cache.h"
+#include "fs/data/data.h"
 #include "ra/ra.h"
 
 struct fixture {
 	char path[64];
 	int fd;
 	uint64_t size;
+	struct afs_ahead *a;
+	struct afs_fcache *fc;
+	/* The file's cache and readahead, as the data path made them: */
 	struct cache *c;
 	struct cache_mapping *m;
 	struct ra_engine *e;
@@ -68,24 +72,24 @@ static int make_file(struct fixture *fx, uint64_t size)
 static int setup_with(void **state, uint64_t size, const struct ra_config *rc,
 		      uint64_t budget)
 {
-	struct cache_config cc = {.budget_bytes = budget};
+	struct afs_ahead_config cfg = {.cache_size = budget, .ra = *rc};
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct cache_identity id = {0};
+	struct afs_file_key key;
+	char err[256];
 	struct stat st;
 
 	cache_thread_online();
 	assert_non_null(fx);
 	assert_int_equal(make_file(fx, size), 0);
 	assert_int_equal(fstat(fx->fd, &st), 0);
-	id.ino = st.st_ino;
-	id.size = st.st_size;
-	id.mtime = st.st_mtim;
-	id.ctime = st.st_ctim;
-	assert_int_equal(cache_create(&cc, &fx->c), 0);
-	assert_int_equal(cache_mapping_create(fx->c, &id, &fx->m), 0);
-	assert_int_equal(ra_engine_create(rc, fx->c, &fx->e), 0);
-	assert_int_equal(ra_file_open(fx->e, fx->m, fx->fd, st.st_dev, &fx->f),
-			 0);
+	key = (struct afs_file_key){.dev = st.st_dev, .ino = st.st_ino};
+	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->fc), 0);
+	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
+	fx->c = fx->a->cache;
+	fx->e = fx->a->ra;
+	fx->m = fx->fc->map;
+	fx->f = fx->fc->raf;
 	*state = fx;
 	return 0;
 }
@@ -101,97 +105,57 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	ra_file_put(fx->f);
-	assert_int_equal(ra_engine_destroy(fx->e), 0);
-	cache_mapping_put(fx->m);
-	assert_int_equal(cache_destroy(fx->c), 0);
+	afs_fcache_put(fx->fc);
+	afs_ahead_destroy(fx->a);
 	close(fx->fd);
 	unlink(fx->path);
 	free(fx);
 	return 0;
 }
 
-/* Page @i read straight from the backing, as the read path does when the
- * cache has no room; its bytes are checked too. */
-static void read_uncached(struct fixture *fx, uint64_t i)
-{
-	uint8_t buf[4096];
-	ssize_t n = pread(fx->fd, buf, sizeof(buf), (off_t)(i * 4096));
+/* What a reply carried, checked against the pattern as it arrives. */
+struct reply_check {
+	uint64_t off; /* of the next byte */
+	uint64_t bytes;
+	bool bad;
+};
 
-	assert_true(n >= 0);
-	for (ssize_t b = 0; b < n; b++)
-		if (buf[b] != pattern(i * 4096 + (uint64_t)b))
-			fail_msg("uncached page %llu byte %lld differs",
-				 (unsigned long long)i, (long long)b);
+static int check_reply(void *ctx, const struct iovec *iov, int n)
+{
+	struct reply_check *rc = ctx;
+
+	for (int v = 0; v < n; v++) {
+		const uint8_t *b = iov[v].iov_base;
+
+		for (size_t i = 0; i < iov[v].iov_len; i++, rc->off++)
+			if (b[i] != pattern(rc->off))
+				rc->bad = true;
+		rc->bytes += iov[v].iov_len;
+	}
+	return 0;
 }
 
 /*
- * Read pages [index, index + nr) as the FUSE read path does and check every
- * byte.  Return: pages served.
+ * Read pages [index, index + nr) through the data path and check every
+ * byte.  The pages stay data (direct mode), as these tests look at them
+ * afterwards.  Return: pages served.
  */
 static uint64_t read_pages(struct fixture *fx, struct ra_state *st,
 			   uint64_t index, uint64_t nr)
 {
-	uint64_t eof = (fx->size + 4095) / 4096, end = index + nr, served = 0;
+	struct reply_check got = {.off = index * 4096};
+	struct afs_read r = {.fc = fx->fc,
+			     .ra = st,
+			     .fd = fx->fd,
+			     .keep_data = true,
+			     .reply = check_reply,
+			     .ctx = &got};
 
-	if (end > eof)
-		end = eof;
-	for (uint64_t i = index; i < end; i++) {
-		struct cache_page *p;
-		bool mark = false;
-		int tries = 0, rc;
-
-	again:
-		assert_true(++tries < 100);
-		rcu_read_lock();
-		p = cache_lookup_rcu(fx->m, i);
-		if (!p) {
-			rcu_read_unlock();
-			rc = ra_sync_miss(fx->f, st, i, end - i);
-			if (rc == -ENOSPC) {
-				/* No room for the reader's pages (a small
-				 * budget still held by pages in flight or in
-				 * their grace period, e.g. under TSan): the
-				 * read path serves the page from the backing
-				 * directly, and so does this one. */
-				read_uncached(fx, i);
-				served++;
-				continue;
-			}
-			assert_int_equal(rc, 0);
-			goto again;
-		}
-		mark = cache_page_test_clear_readahead(p);
-		if (!cache_page_tryget(p)) {
-			rcu_read_unlock();
-			goto again;
-		}
-		rcu_read_unlock();
-		if (mark)
-			assert_int_equal(ra_marker_hit(fx->f, st, i, end - i),
-					 0);
-		rc = cache_page_wait(p, NULL);
-		if (rc == -EAGAIN) { /* refused window or invalidated */
-			cache_page_put(p);
-			goto again;
-		}
-		assert_int_equal(rc, 0);
-		const uint8_t *data = cache_page_data(p);
-		for (uint64_t b = 0; b < 4096; b++) {
-			uint64_t off = i * 4096 + b;
-			uint8_t want = off < fx->size ? pattern(off) : 0;
-
-			if (data[b] != want)
-				fail_msg("page %llu byte %llu: %u, want %u",
-					 (unsigned long long)i,
-					 (unsigned long long)b, data[b], want);
-		}
-		cache_page_mark_accessed(p);
-		cache_page_put(p);
-		served++;
-	}
-	ra_note_read(st, index, nr);
-	return served;
+	assert_int_equal(afs_data_read(fx->a, &r, index * 4096, nr * 4096), 0);
+	if (got.bad)
+		fail_msg("a read at page %llu returned wrong bytes",
+			 (unsigned long long)index);
+	return (got.bytes + 4095) / 4096;
 }
 
 /* Wait until no page of the file has I/O in flight (queued windows done). */
@@ -290,6 +254,15 @@ static void test_random_reads(void **state)
  * demand: inserted and read now, whole.  The mark (1128) is one of them:
  * the reader hits it and the window is pushed, 1256 + 256, of which
  * 1300..1511 were missing. */
+static int setup_small_max(void **state)
+{
+	struct ra_config rc = {.max_bytes = 512 << 10, .workers = 2};
+
+	return setup_with(state, 8 << 20, &rc, 64 << 20);
+}
+
+/* A read larger than the window cap (200 pages, cap 128) reads all of it
+ * as demand, then a window of twice the cap in all from its start. */
 static void test_oversize_read(void **state)
 {
 	struct fixture *fx = *state;
@@ -297,15 +270,15 @@ static void test_oversize_read(void **state)
 	struct ra_state st;
 
 	ra_state_init(&st);
-	assert_int_equal(read_pages(fx, &st, 1000, 300), 300);
+	assert_int_equal(read_pages(fx, &st, 1000, 200), 200);
 	ra_state_destroy(&st);
 	settle(fx);
 	ra_file_stats(fx->f, &fs);
 	assert_int_equal(fs.c.decisions[RA_KIND_OVERSIZE], 1);
 	assert_int_equal(fs.c.decisions[RA_KIND_STREAM_ASYNC], 1);
-	assert_int_equal(fs.c.sync_pages, 300);
-	assert_int_equal(fs.c.async_pages, 1512 - 1300);
-	assert_int_equal(fs.backing_bytes, 512 * 4096);
+	assert_int_equal(fs.c.sync_pages, 200);
+	assert_int_equal(fs.c.async_pages, 1256 - 1200);
+	assert_int_equal(fs.backing_bytes, 256 * 4096);
 }
 
 /* A file whose last page is partial: the tail reads as zeros, nothing is
@@ -717,7 +690,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_random_reads, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_oversize_read, setup,
+		cmocka_unit_test_setup_teardown(test_oversize_read, setup_small_max,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_eof_partial_page,
 						setup_small, teardown),

@@ -5,7 +5,7 @@
  * shaped like the kernel's filemap_get_pages() and the FUSE read path of
  * aheadfs (walk the request's pages: a missing page is a sync miss for the
  * rest of the request, a marked page is an async trigger), and a
- * *reference model*: DESIGN.md section 5's rules written again, plainly,
+ * *reference model*: docs/design.md ("The window")'s rules written again, plainly,
  * with signed arithmetic and page-by-page scans instead of hole scans, so
  * the tests compare ra/decide.c against an independent reading of the
  * rules rather than against numbers typed from memory.
@@ -143,7 +143,7 @@ static uint64_t model_next_hole(void *ctx, uint64_t index, uint64_t max_scan)
 	return index + max_scan;
 }
 
-/* --- the reference model: DESIGN.md section 5, written plainly ---------- */
+/* --- the reference model: docs/design.md ("The window"), written plainly ---------- */
 
 static int64_t ref_init_size(int64_t req, int64_t max)
 {
@@ -187,7 +187,7 @@ static void ref_sync(struct sim *s, struct ref_state *r, int64_t index,
 {
 	int64_t max = s->p.max, contig = 0, size;
 
-	/* "index - prev_index <= 1" is unsigned in DESIGN.md (as in the
+	/* "index - prev_index <= 1" is unsigned in docs/design.md (as in the
 	 * kernel): a read behind prev_index is not sequential. */
 	if (index == 0 || req > max ||
 	    (index - r->prev >= 0 && index - r->prev <= 1)) {

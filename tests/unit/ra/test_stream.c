@@ -98,7 +98,7 @@ static void test_matrix_table_on(void **state)
 
 /*
  * One client's sequential read through an NFS server's thread pool (the
- * measurement in DESIGN.md section 5, from the context-readahead seed's
+ * measurement in docs/design.md ("The window"), from the context-readahead seed's
  * "cooperative IO processes"): 128 KiB requests, each on a handle of its
  * own, served by up to 35 threads in a random order; the client ramps up
  * to 35 requests in flight.  The trace is checked to have the measured
@@ -260,7 +260,7 @@ static void test_thread_pool_reordered(void **state)
 }
 
 /*
- * A stream larger than the cache (seed: DESIGN.md's "420 -> 60 MB/s"
+ * A stream larger than the cache (seed: docs/design.md's "420 -> 60 MB/s"
  * report; the 2004 thrashers seed).  A model cache of 300 pages (FIFO,
  * prefetched-unused pages evicted count as waste, a later miss on one is a
  * thrash) and 4 readers of one file, each sequential through its own

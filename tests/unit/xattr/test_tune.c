@@ -42,6 +42,9 @@ struct fixture {
 	char path[64];
 	int fd;
 	struct stat st;
+	struct afs_ahead *a;
+	struct afs_fcache *fc;
+	/* The file's cache and readahead, as the data path made them: */
 	struct cache *c;
 	struct ra_engine *e;
 	struct cache_mapping *m;
@@ -53,23 +56,27 @@ static uint8_t pattern(uint64_t off)
 	return (uint8_t)((off >> 12) * 13 + (off & 4095) * 5 + 3);
 }
 
-static struct cache_mapping *new_mapping(struct fixture *fx)
+/* Another file of the engine (the same backing bytes under another key):
+ * one opened after a tuning changed. */
+static struct afs_fcache *new_file(struct fixture *fx, uint32_t gen)
 {
-	struct cache_identity id = {.ino = fx->st.st_ino,
-				    .size = (uint64_t)fx->st.st_size,
-				    .mtime = fx->st.st_mtim,
-				    .ctime = fx->st.st_ctim};
-	struct cache_mapping *m;
+	struct afs_file_key key = {.dev = fx->st.st_dev,
+				   .ino = fx->st.st_ino,
+				   .gen = gen};
+	struct afs_fcache *fc;
 
-	assert_int_equal(cache_mapping_create(fx->c, &id, &m), 0);
-	return m;
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fc), 0);
+	assert_int_equal(afs_fcache_ra(fc, fx->fd), 0);
+	return fc;
 }
 
 static int setup(void **state)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	struct cache_config cc = {.budget_bytes = 64u << 20};
-	struct ra_config rc = {.max_bytes = 1u << 20, .workers = 2};
+	struct afs_ahead_config cfg = {
+		.cache_size = 64u << 20,
+		.ra = {.max_bytes = 1u << 20, .workers = 2}};
+	char err[256];
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	uint8_t buf[PAGE];
 
@@ -85,11 +92,12 @@ static int setup(void **state)
 				 PAGE);
 	}
 	assert_int_equal(fstat(fx->fd, &fx->st), 0);
-	assert_int_equal(cache_create(&cc, &fx->c), 0);
-	assert_int_equal(ra_engine_create(&rc, fx->c, &fx->e), 0);
-	fx->m = new_mapping(fx);
-	assert_int_equal(
-		ra_file_open(fx->e, fx->m, fx->fd, fx->st.st_dev, &fx->f), 0);
+	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
+	fx->fc = new_file(fx, 0);
+	fx->c = fx->a->cache;
+	fx->e = fx->a->ra;
+	fx->m = fx->fc->map;
+	fx->f = fx->fc->raf;
 	*state = fx;
 	return 0;
 }
@@ -98,10 +106,8 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	ra_file_put(fx->f);
-	cache_mapping_put(fx->m);
-	assert_int_equal(ra_engine_destroy(fx->e), 0);
-	assert_int_equal(cache_destroy(fx->c), 0);
+	afs_fcache_put(fx->fc);
+	afs_ahead_destroy(fx->a);
 	close(fx->fd);
 	unlink(fx->path);
 	free(fx);
@@ -179,8 +185,7 @@ static void test_fields_and_files(void **state)
 	struct ra_tuning t = {.max_bytes = 64 << 10,
 			      .context = RA_CONTEXT_OFF,
 			      .stream_table = false};
-	struct cache_mapping *m2;
-	struct ra_file *f2;
+	struct afs_fcache *fc2;
 
 	assert_int_equal(ra_engine_tune(fx->e, &t, RA_TUNE_MAX), 0);
 	expect_tuning(fx->e, 64 << 10, RA_CONTEXT_CONSERVATIVE, true);
@@ -200,13 +205,10 @@ static void test_fields_and_files(void **state)
 	/* 0: automatic, the device's (1 MiB without a stripe) */
 	t.max_bytes = 0;
 	assert_int_equal(ra_engine_tune(fx->e, &t, RA_TUNE_MAX), 0);
-	m2 = new_mapping(fx);
-	assert_int_equal(ra_file_open(fx->e, m2, fx->fd, fx->st.st_dev, &f2),
-			 0);
-	assert_int_equal(max_window(f2), max_window(fx->f));
-	assert_true(max_window(f2) >= 256);
-	ra_file_put(f2);
-	cache_mapping_put(m2);
+	fc2 = new_file(fx, 1);
+	assert_int_equal(max_window(fc2->raf), max_window(fx->f));
+	assert_true(max_window(fc2->raf) >= 256);
+	afs_fcache_put(fc2);
 }
 
 /* Read @nr pages from @first in 4-page reads on a new handle, wait for the
@@ -219,7 +221,7 @@ static void read_stream(struct fixture *fx, uint64_t first, uint64_t nr,
 	ra_state_init(&st);
 	for (uint64_t i = first; i < first + nr; i += 4)
 		assert_int_equal(
-			test_read_check(fx->m, fx->f, &st, i, 4, pattern), 0);
+			test_read_check(fx->a, fx->fc, fx->fd, &st, i, 4, pattern), 0);
 	ra_state_destroy(&st);
 	test_settle(fx->m, NPAGES);
 	ra_file_stats(fx->f, fs);
@@ -271,7 +273,8 @@ static void *reader_main(void *arg)
 	cache_thread_online();
 	ra_state_init(&st);
 	for (uint64_t i = r->first; i < r->first + 1024 && !r->rc; i += 8)
-		r->rc = test_read_check(r->fx->m, r->fx->f, &st, i, 8, pattern);
+		r->rc = test_read_check(r->fx->a, r->fx->fc, r->fx->fd, &st, i, 8,
+					 pattern);
 	ra_state_destroy(&st);
 	return NULL;
 }

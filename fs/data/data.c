@@ -1,0 +1,427 @@
+/* data.c - the data path's mount and its files: the table of struct
+ * afs_fcache by key and each file's identity; see data.h.
+ *
+ * The table is a chained hash guarded by a->files_lock, which also guards
+ * every reference count, so a lookup never finds a file on its way out:
+ * the last put unlinks it under the lock, then frees it outside.  The
+ * bucket count doubles when the table holds more files than buckets.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/data/data.h"
+
+#define PAGE_SHIFT CACHE_PAGE_SHIFT
+#define PAGE_SIZE CACHE_PAGE_SIZE
+/* An unaligned request of the largest size spans one page more. */
+#define READ_MAX_PAGES (AFS_DATA_MAX_REQUEST / PAGE_SIZE + 1)
+#define FILES_MIN_BUCKETS 256
+
+uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
+			     unsigned int threads)
+{
+	uint64_t window = cfg->ra.max_bytes;
+	uint64_t workers = cfg->ra.workers ? cfg->ra.workers : 4;
+
+	if (!window) {
+		window = 2 * cfg->ra.stripe_bytes;
+		if (window < cfg->ra.auto_floor_bytes)
+			window = cfg->ra.auto_floor_bytes;
+		if (window < (1u << 20))
+			window = 1u << 20;
+	}
+	/* Each FUSE thread holds at most one request's pages while it waits;
+	 * each worker fills at most one window at a time. */
+	return (threads + workers) * (uint64_t)READ_MAX_PAGES * PAGE_SIZE +
+	       workers * window;
+}
+
+uint64_t afs_ahead_cache_size(const struct afs_ahead_config *cfg)
+{
+	long pages = sysconf(_SC_PHYS_PAGES);
+	long psize = sysconf(_SC_PAGESIZE);
+
+	if (cfg->cache_size)
+		return cfg->cache_size;
+	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 8
+				      : 256u << 20;
+}
+
+int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,
+		    char *err, size_t errlen)
+{
+	uint64_t size = afs_ahead_cache_size(cfg);
+	uint64_t min = afs_ahead_min_cache(cfg, threads);
+
+	if (size >= min)
+		return 0;
+	snprintf(err, errlen,
+		 "cache_size=%llu is too small: %u threads and %u readahead "
+		 "workers need at least %llu MiB",
+		 (unsigned long long)size, threads,
+		 cfg->ra.workers ? cfg->ra.workers : 4,
+		 (unsigned long long)((min + (1u << 20) - 1) >> 20));
+	return -EINVAL;
+}
+
+int afs_ahead_create(const struct afs_ahead_config *cfg,
+		     struct afs_ahead **out, char *err, size_t errlen)
+{
+	struct afs_ahead *a = calloc(1, sizeof(*a));
+	struct cache_config cc = {0};
+	int rc;
+
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	a->cfg = *cfg;
+	a->cfg.cache_size = afs_ahead_cache_size(cfg);
+	rc = afs_thread_buf_key_init();
+	if (rc) {
+		snprintf(err, errlen, "cannot create a thread key: %s",
+			 strerror(-rc));
+		goto out_free;
+	}
+	cache_thread_online();
+	cc.budget_bytes = a->cfg.cache_size;
+	cc.manual_reclaim = cfg->manual_reclaim;
+	rc = cache_create(&cc, &a->cache);
+	if (rc) {
+		snprintf(err, errlen, "cannot create the page cache: %s",
+			 strerror(-rc));
+		goto out_free;
+	}
+	rc = ra_engine_create(&a->cfg.ra, a->cache, &a->ra);
+	if (rc) {
+		snprintf(err, errlen, "cannot start the readahead engine: %s",
+			 rc == -EINVAL ? "invalid readahead options"
+				       : strerror(-rc));
+		goto out_cache;
+	}
+	a->nbuckets = FILES_MIN_BUCKETS;
+	a->files = calloc(a->nbuckets, sizeof(*a->files));
+	if (!a->files) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out_engine;
+	}
+	rc = -pthread_mutex_init(&a->files_lock, NULL);
+	if (rc) {
+		snprintf(err, errlen, "cannot create a lock: %s", strerror(-rc));
+		goto out_files;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a->started);
+	a->started_wall = time(NULL);
+	*out = a;
+	return 0;
+
+out_files:
+	free(a->files);
+out_engine:
+	ra_engine_destroy(a->ra);
+out_cache:
+	cache_destroy(a->cache);
+out_free:
+	free(a);
+	return rc;
+}
+
+void afs_ahead_destroy(struct afs_ahead *a)
+{
+	if (!a)
+		return;
+	assert(!a->nfiles);
+	cache_thread_online();
+	ra_engine_destroy(a->ra);
+	cache_destroy(a->cache);
+	pthread_mutex_destroy(&a->files_lock);
+	free(a->files);
+	free(a);
+}
+
+static size_t key_bucket(const struct afs_ahead *a,
+			 const struct afs_file_key *k)
+{
+	uint64_t x = k->ino ^ ((uint64_t)k->dev << 40) ^ ((uint64_t)k->gen << 20);
+
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	return (size_t)x & (a->nbuckets - 1);
+}
+
+static bool key_equal(const struct afs_file_key *a,
+		      const struct afs_file_key *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->gen == b->gen;
+}
+
+/* Double the buckets (best effort: a failed allocation keeps the table). */
+static void grow_locked(struct afs_ahead *a)
+{
+	size_t n = a->nbuckets * 2, old = a->nbuckets;
+	struct afs_fcache **b = calloc(n, sizeof(*b)), **ob = a->files;
+
+	if (!b)
+		return;
+	a->files = b;
+	a->nbuckets = n;
+	for (size_t i = 0; i < old; i++) {
+		struct afs_fcache *fc = ob[i], *next;
+
+		for (; fc; fc = next) {
+			size_t k = key_bucket(a, &fc->key);
+
+			next = fc->next;
+			fc->next = b[k];
+			b[k] = fc;
+		}
+	}
+	free(ob);
+}
+
+static void identity_set_locked(struct afs_fcache *fc, const struct stat *st)
+{
+	fc->mtime = st->st_mtim;
+	fc->ctime = st->st_ctim;
+	__atomic_store_n(&fc->size, (uint64_t)st->st_size, __ATOMIC_RELEASE);
+}
+
+static bool ts_equal(struct timespec x, struct timespec y)
+{
+	return x.tv_sec == y.tv_sec && x.tv_nsec == y.tv_nsec;
+}
+
+static struct afs_fcache *fcache_new(struct afs_ahead *a,
+				     const struct afs_file_key *key,
+				     const struct stat *st)
+{
+	struct afs_fcache *fc = calloc(1, sizeof(*fc));
+
+	if (!fc)
+		return NULL;
+	if (pthread_mutex_init(&fc->lock, NULL))
+		goto out_free;
+	if (cache_mapping_create(a->cache, &fc->map))
+		goto out_lock;
+	fc->a = a;
+	fc->key = *key;
+	identity_set_locked(fc, st); /* not yet shared */
+	ra_state_init(&fc->ra);
+	fc->refs = 1;
+	return fc;
+
+out_lock:
+	pthread_mutex_destroy(&fc->lock);
+out_free:
+	free(fc);
+	return NULL;
+}
+
+static void fcache_free(struct afs_fcache *fc)
+{
+	cache_thread_online();
+	if (fc->raf)
+		ra_file_put(fc->raf);
+	cache_mapping_put(fc->map);
+	ra_state_destroy(&fc->ra);
+	pthread_mutex_destroy(&fc->lock);
+	free(fc);
+}
+
+int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
+		      const struct stat *st, struct afs_fcache **out)
+{
+	struct afs_fcache *fc, *fresh = NULL;
+	size_t b;
+
+	cache_thread_online();
+	for (;;) {
+		pthread_mutex_lock(&a->files_lock);
+		b = key_bucket(a, key);
+		for (fc = a->files[b]; fc; fc = fc->next)
+			if (key_equal(&fc->key, key))
+				break;
+		if (fc) {
+			fc->refs++;
+			pthread_mutex_unlock(&a->files_lock);
+			if (fresh)
+				fcache_free(fresh); /* another thread won */
+			*out = fc;
+			return 0;
+		}
+		if (fresh)
+			break;
+		/* Allocate outside the lock, then look again. */
+		pthread_mutex_unlock(&a->files_lock);
+		fresh = fcache_new(a, key, st);
+		if (!fresh)
+			return -ENOMEM;
+	}
+	fresh->next = a->files[b];
+	a->files[b] = fresh;
+	if (++a->nfiles > a->nbuckets)
+		grow_locked(a);
+	pthread_mutex_unlock(&a->files_lock);
+	*out = fresh;
+	return 0;
+}
+
+void afs_fcache_get(struct afs_fcache *fc)
+{
+	pthread_mutex_lock(&fc->a->files_lock);
+	fc->refs++;
+	pthread_mutex_unlock(&fc->a->files_lock);
+}
+
+void afs_fcache_put(struct afs_fcache *fc)
+{
+	struct afs_ahead *a;
+	struct afs_fcache **pp;
+
+	if (!fc)
+		return;
+	a = fc->a;
+	pthread_mutex_lock(&a->files_lock);
+	if (--fc->refs) {
+		pthread_mutex_unlock(&a->files_lock);
+		return;
+	}
+	for (pp = &a->files[key_bucket(a, &fc->key)]; *pp != fc;
+	     pp = &(*pp)->next)
+		;
+	*pp = fc->next;
+	a->nfiles--;
+	pthread_mutex_unlock(&a->files_lock);
+	fcache_free(fc);
+}
+
+int afs_fcache_ra(struct afs_fcache *fc, int fd)
+{
+	struct ra_file *raf;
+	int rc = 0;
+
+	if (__atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE))
+		return 0;
+	cache_thread_online();
+	pthread_mutex_lock(&fc->lock);
+	if (!fc->raf) {
+		rc = ra_file_open(fc->a->ra, fc->map, fd, fc->key.dev,
+				  &fc->size, &raf);
+		if (!rc)
+			__atomic_store_n(&fc->raf, raf, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&fc->lock);
+	return rc;
+}
+
+bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
+{
+	struct ra_file *raf;
+	bool changed;
+
+	cache_thread_online();
+	pthread_mutex_lock(&fc->lock);
+	changed = (uint64_t)st->st_size != fc->size ||
+		  !ts_equal(st->st_mtim, fc->mtime) ||
+		  !ts_equal(st->st_ctim, fc->ctime);
+	if (changed) {
+		/* Drop the pages before the new EOF is published, so that a
+		 * reader clipped to it finds none of the old bytes. */
+		cache_mapping_invalidate(fc->map, 0, UINT64_MAX);
+		identity_set_locked(fc, st);
+		__atomic_add_fetch(&fc->changes, 1, __ATOMIC_RELEASE);
+	}
+	raf = fc->raf;
+	pthread_mutex_unlock(&fc->lock);
+	if (!changed)
+		return false;
+	/* Streams describe the old contents: forget them with the pages. */
+	if (raf)
+		ra_file_invalidate(raf);
+	__atomic_add_fetch(&fc->revalidations, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&fc->a->revalidations, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+uint64_t afs_fcache_changes(const struct afs_fcache *fc)
+{
+	return __atomic_load_n(&fc->changes, __ATOMIC_ACQUIRE);
+}
+
+uint64_t afs_fcache_size(const struct afs_fcache *fc)
+{
+	return __atomic_load_n(&fc->size, __ATOMIC_ACQUIRE);
+}
+
+void afs_fcache_changed(struct afs_fcache *fc, int fd, uint64_t off,
+			uint64_t len, bool to_end)
+{
+	struct ra_file *raf;
+	struct stat st;
+	uint64_t first, last;
+	bool known;
+
+	if (!fc || (!len && !to_end))
+		return;
+	cache_thread_online();
+	if (to_end) {
+		/* A truncate: from the page holding the lower of the old and
+		 * new EOF on (its tail changes either way). */
+		uint64_t old = afs_fcache_size(fc);
+
+		first = (off < old ? off : old) >> PAGE_SHIFT;
+		last = UINT64_MAX;
+	} else {
+		first = off >> PAGE_SHIFT;
+		last = (off + len - 1) >> PAGE_SHIFT;
+	}
+	cache_mapping_invalidate(fc->map, first, last);
+	known = fstat(fd, &st) == 0;
+	pthread_mutex_lock(&fc->lock);
+	if (known)
+		identity_set_locked(fc, &st);
+	else
+		/* Without the new identity, nothing cached can be trusted. */
+		cache_mapping_invalidate(fc->map, 0, UINT64_MAX);
+	raf = fc->raf;
+	pthread_mutex_unlock(&fc->lock);
+	if (to_end && raf)
+		ra_file_invalidate(raf);
+}
+
+void afs_fcache_touched(struct afs_fcache *fc, int fd)
+{
+	struct stat st;
+
+	if (!fc)
+		return;
+	cache_thread_online();
+	if (fstat(fd, &st)) {
+		cache_mapping_invalidate(fc->map, 0, UINT64_MAX);
+		return;
+	}
+	pthread_mutex_lock(&fc->lock);
+	identity_set_locked(fc, &st);
+	pthread_mutex_unlock(&fc->lock);
+}
+
+void afs_handle_init(struct afs_handle *h, struct afs_fcache *fc, int fd,
+		     bool direct_io)
+{
+	h->fd = fd;
+	h->direct_io = direct_io;
+	h->cached = fc && __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE);
+	ra_state_init(&h->ra);
+}
+
+void afs_handle_destroy(struct afs_handle *h)
+{
+	close(h->fd);
+	ra_state_destroy(&h->ra);
+}

@@ -1,0 +1,261 @@
+/* read.c - the read path, FUSE-free; see data.h.
+ *
+ * A read of pages [first, last]:
+ *
+ *   rcu_read_lock
+ *     every page present and UPTODATE?  -- yes --> reply(iovec over the page
+ *     |                                            buffers), rcu_read_unlock
+ *     | a page with the READAHEAD mark: (unlock) ra_marker_hit(), look again
+ *     | no: page @miss is not UPTODATE
+ *     v
+ *   rcu_read_unlock
+ *   @miss absent -> ra_sync_miss(): decide, insert the window LOCKED, read
+ *                   the reader's own pages, queue the rest
+ *   wait for the LOCKED pages of [miss, last] (cancellable through @wait)
+ *   and try again; after a few rounds, or when the cache has no room,
+ *   serve the read from the backing directly.
+ *
+ * The page buffers a reply points at stay valid until rcu_read_unlock():
+ * an invalidation or eviction racing the reply frees them only after a
+ * grace period, so the reply carries either the old or the new bytes of a
+ * page, never a recycled buffer.
+ */
+/* The read side of liburcu inlined (docs/benchmarks.md: ~1.5 ns for a
+ * lock/unlock pair instead of ~12 ns through the library). */
+#define _LGPL_SOURCE
+#include <errno.h>
+#include <unistd.h>
+
+#include "fs/data/data.h"
+
+#define PAGE_SHIFT CACHE_PAGE_SHIFT
+#define PAGE_SIZE CACHE_PAGE_SIZE
+/* An unaligned request of the largest size spans one page more. */
+#define READ_MAX_PAGES (AFS_DATA_MAX_REQUEST / PAGE_SIZE + 1)
+/* Rounds of miss -> wait -> look again before serving around the cache
+ * (pages evicted or invalidated between their I/O and the reply). */
+#define READ_ATTEMPTS 4
+#define NO_INDEX UINT64_MAX
+
+/* pread() @size bytes at @off of @fd into the thread's buffer and reply. */
+static int read_backing(const struct afs_read *r, size_t size, uint64_t off)
+{
+	char *buf = afs_thread_buf(size);
+	struct iovec iov;
+	size_t done = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (done < size) {
+		ssize_t n = pread(r->fd, buf + done, size - done,
+				  (off_t)(off + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (done)
+				break; /* short read: what was read is data */
+			return -errno;
+		}
+		if (n == 0)
+			break; /* end of file */
+		done += (size_t)n;
+	}
+	iov.iov_base = buf;
+	iov.iov_len = done;
+	r->reply(r->ctx, &iov, done ? 1 : 0);
+	return 0;
+}
+
+/* The backing's size now, when a read reaches past the EOF we know: a file
+ * that grew behind the mount is revalidated (its pages dropped) before the
+ * read is clipped. */
+static uint64_t refresh_size(const struct afs_read *r)
+{
+	struct stat st;
+
+	if (fstat(r->fd, &st) == 0 &&
+	    (uint64_t)st.st_size != afs_fcache_size(r->fc))
+		afs_fcache_revalidate(r->fc, &st);
+	return afs_fcache_size(r->fc);
+}
+
+/*
+ * One attempt at the whole reply from the cache.  Returns 0 after replying,
+ * or 1 with *@miss the first page that is not UPTODATE and *@locked whether
+ * it is there with its I/O in flight (else it is absent).
+ *
+ * The reply is the last thing done with the reader's state: once the
+ * application has its data it may close the file, and whatever frees the
+ * handle may run before this thread does again.  So the READAHEAD mark is
+ * acted on first (ra_marker_hit() may wait for cache memory, so outside
+ * the RCU section, then the pages are looked up again), and the
+ * bookkeeping is done inside the section, before the reply.
+ */
+static int try_reply(const struct afs_read *r, struct ra_file *raf,
+		     struct ra_state *ra, uint64_t off, uint64_t end,
+		     uint64_t *miss, bool *locked)
+{
+	struct cache_mapping *m = r->fc->map;
+	struct iovec iov[READ_MAX_PAGES];
+	uint64_t first = off >> PAGE_SHIFT, last = (end - 1) >> PAGE_SHIFT;
+	uint64_t marker, idx;
+	bool marks = true; /* act on one mark per read at most */
+	unsigned int n;
+
+again:
+	marker = NO_INDEX;
+	n = 0;
+	rcu_read_lock();
+	for (idx = first; idx <= last; idx++) {
+		struct cache_page *p = cache_lookup_rcu(m, idx);
+		uint64_t pstart = idx << PAGE_SHIFT, from, to;
+
+		if (!p || !cache_page_uptodate(p)) {
+			*locked = p && cache_page_locked(p);
+			break;
+		}
+		if (marks && marker == NO_INDEX &&
+		    cache_page_test_clear_readahead(p))
+			marker = idx;
+		cache_page_mark_accessed(p);
+		from = idx == first ? off - pstart : 0;
+		to = idx == last ? end - pstart : PAGE_SIZE;
+		iov[n].iov_base = (char *)cache_page_data(p) + from;
+		iov[n].iov_len = to - from;
+		n++;
+	}
+	if (idx <= last || marker != NO_INDEX) {
+		rcu_read_unlock();
+		/* The mark was cleared: no one else acts on it. */
+		if (marker != NO_INDEX)
+			ra_marker_hit(raf, ra, marker, last - marker + 1);
+		marks = false;
+		if (idx > last)
+			goto again;
+		*miss = idx;
+		return 1;
+	}
+	cache_count_hit(m, n, end - off);
+	ra_note_read(ra, first, last - first + 1);
+	/* A reader that keeps the copy it is given leaves only the fact that
+	 * the pages were read (one copy of the data in memory).  The buffers
+	 * stay valid for the reply until rcu_read_unlock(). */
+	if (!r->keep_data)
+		cache_page_drop_to_history(m, first, last);
+	r->reply(r->ctx, iov, (int)n);
+	rcu_read_unlock();
+	return 0;
+}
+
+/* Pages of [@first, @last] that a read finds absent, for the stats: a page
+ * under I/O (a window read ahead, not yet complete) is waited for, not
+ * missed. */
+static uint64_t count_missing(struct cache_mapping *m, uint64_t first,
+			      uint64_t last)
+{
+	uint64_t missing = 0;
+
+	rcu_read_lock();
+	for (uint64_t idx = first; idx <= last; idx++)
+		if (!cache_lookup_rcu(m, idx))
+			missing++;
+	rcu_read_unlock();
+	return missing;
+}
+
+/* Wait for every LOCKED page of [@first, @last].  Absent pages are left to
+ * the next attempt.  Returns 0, or the first failed wait's -errno. */
+static int wait_range(struct cache_mapping *m, uint64_t first, uint64_t last,
+		      struct cache_wait_cancel *wc)
+{
+	for (uint64_t idx = first; idx <= last; idx++) {
+		struct cache_page *p;
+		bool held = false;
+		int rc;
+
+		rcu_read_lock();
+		p = cache_lookup_rcu(m, idx);
+		if (p && cache_page_locked(p))
+			held = cache_page_tryget(p);
+		rcu_read_unlock();
+		if (!held)
+			continue;
+		rc = cache_page_wait(p, wc);
+		cache_page_put(p);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
+		  size_t size)
+{
+	struct afs_fcache *fc = r->fc;
+	struct ra_file *raf = fc ? __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE)
+				 : NULL;
+	struct ra_state *ra;
+	struct cache_wait_cancel wc;
+	uint64_t end, fsize, miss;
+	bool counted = false, locked = false;
+	int rc = 0;
+
+	if (size > AFS_DATA_MAX_REQUEST)
+		return -EINVAL;
+	if (!raf || !size)
+		return read_backing(r, size, off);
+	ra = r->ra ? r->ra : &fc->ra;
+	cache_thread_online();
+	fsize = afs_fcache_size(fc);
+	end = off + size;
+	if (end > fsize)
+		fsize = refresh_size(r);
+	if (off >= fsize) {
+		r->reply(r->ctx, NULL, 0);
+		return 0;
+	}
+	if (end > fsize)
+		end = fsize;
+	if (((end - 1) >> PAGE_SHIFT) >= CACHE_INDEX_LIMIT)
+		goto uncached;
+
+	for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+		uint64_t last = (end - 1) >> PAGE_SHIFT;
+
+		if (!try_reply(r, raf, ra, off, end, &miss, &locked))
+			return 0;
+		if (!counted) {
+			cache_count_miss(fc->map,
+					 count_missing(fc->map, miss, last));
+			counted = true;
+		}
+		/* A page under I/O is someone's window: wait for it.  An
+		 * absent one is this reader's miss: readahead decides. */
+		if (!locked) {
+			rc = ra_sync_miss(raf, ra, miss, last - miss + 1);
+			if (rc)
+				break; /* -ENOSPC: no room; around the cache */
+		}
+		/* The reader hears of the cancellation token only while it
+		 * waits: a replied request may be gone right after. */
+		cache_wait_cancel_init(&wc);
+		if (r->wait)
+			r->wait(r->ctx, &wc);
+		rc = wait_range(fc->map, miss, last, &wc);
+		if (r->wait)
+			r->wait(r->ctx, NULL);
+		if (rc == -EAGAIN) {
+			rc = 0; /* invalidated under us: look again */
+			continue;
+		}
+		if (rc)
+			return rc;
+	}
+uncached:
+	__atomic_add_fetch(&fc->uncached_reads, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->uncached_reads, 1, __ATOMIC_RELAXED);
+	ra_note_read(ra, off >> PAGE_SHIFT,
+		     ((end - 1) >> PAGE_SHIFT) - (off >> PAGE_SHIFT) + 1);
+	return read_backing(r, end - off, off);
+}

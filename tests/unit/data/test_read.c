@@ -1,0 +1,513 @@
+/* test_read.c - the data path's read function (afs_data_read()) and the
+ * file identity it owns, without FUSE: a temporary file with a known
+ * pattern, read through a reply callback that checks every byte.
+ *
+ * Covered: hits served from the cache pages themselves; misses read from
+ * the backing and windows opened; the READAHEAD mark queueing the next
+ * window; EOF (short, empty); reads without a handle; a backing error
+ * reaching the reader and leaving nothing cached; a wait cancelled by the
+ * reader's interrupt; the fallback around a cache with no room; the
+ * identity (changes behind the mount told from the daemon's own).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cache/cache.h"
+#include "fs/data/data.h"
+#include "ra/ra.h"
+
+#define PAGE 4096u
+#define NPAGES 512u
+
+struct fixture {
+	char path[64];
+	int fd;
+	struct stat st;
+	struct afs_ahead *a;
+	struct afs_fcache *fc;
+	struct afs_fcache *other; /* a second file a test made, or NULL */
+	int other_fd;
+};
+
+static uint8_t pattern(uint64_t off)
+{
+	return (uint8_t)((off >> 12) * 11 + (off & 4095) * 3 + 7);
+}
+
+static void write_file(struct fixture *fx, uint64_t size)
+{
+	uint8_t buf[PAGE];
+
+	assert_int_equal(ftruncate(fx->fd, 0), 0);
+	for (uint64_t off = 0; off < size; off += PAGE) {
+		uint64_t n = size - off < PAGE ? size - off : PAGE;
+
+		for (uint64_t b = 0; b < n; b++)
+			buf[b] = pattern(off + b);
+		assert_int_equal(pwrite(fx->fd, buf, n, (off_t)off), (ssize_t)n);
+	}
+	assert_int_equal(fstat(fx->fd, &fx->st), 0);
+}
+
+static int setup_budget(void **state, uint64_t budget, uint64_t size)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct afs_ahead_config cfg = {
+		.cache_size = budget,
+		.manual_reclaim = true,
+		.ra = {.max_bytes = 256 << 10, .workers = 2}};
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct afs_file_key key;
+	char err[256];
+
+	cache_thread_online();
+	assert_non_null(fx);
+	snprintf(fx->path, sizeof(fx->path), "%s/afs-read-XXXXXX", dir);
+	fx->fd = mkstemp(fx->path);
+	assert_true(fx->fd >= 0);
+	write_file(fx, size);
+	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
+	key = (struct afs_file_key){.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fx->fc), 0);
+	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
+	*state = fx;
+	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_budget(state, 64u << 20, NPAGES * PAGE);
+}
+
+static int setup_small_file(void **state)
+{
+	return setup_budget(state, 64u << 20, 10000);
+}
+
+/* The smallest budget the cache takes: a few requests' worth. */
+#define TINY_PAGES CACHE_MIN_BUDGET_PAGES
+static int setup_tiny_cache(void **state)
+{
+	return setup_budget(state, TINY_PAGES * (PAGE + 128), NPAGES * PAGE);
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	afs_fcache_put(fx->other);
+	if (fx->other_fd > 0)
+		close(fx->other_fd);
+	afs_fcache_put(fx->fc);
+	afs_ahead_destroy(fx->a);
+	close(fx->fd);
+	unlink(fx->path);
+	free(fx);
+	return 0;
+}
+
+/* What one read replied. */
+struct reply {
+	struct afs_fcache *fc; /* set: check that iovecs point into pages */
+	uint64_t off; /* of the next byte */
+	uint64_t bytes;
+	int calls, iovs;
+	bool bad, from_pages;
+	bool cancel; /* the wait hook cancels at once (an interrupt) */
+	int waits;
+};
+
+static int reply_check(void *ctx, const struct iovec *iov, int n)
+{
+	struct reply *r = ctx;
+
+	r->calls++;
+	r->iovs = n;
+	r->from_pages = n > 0;
+	for (int v = 0; v < n; v++) {
+		const uint8_t *b = iov[v].iov_base;
+
+		/* Inside the RCU section for cached pages: the page of this
+		 * byte must hold it at this very address. */
+		if (r->fc) {
+			struct cache_page *p = cache_lookup_rcu(
+				r->fc->map, r->off / PAGE);
+
+			if (!p || (const uint8_t *)cache_page_data(p) +
+						  r->off % PAGE !=
+					  b)
+				r->from_pages = false;
+		}
+		for (size_t i = 0; i < iov[v].iov_len; i++, r->off++)
+			if (b[i] != pattern(r->off))
+				r->bad = true;
+		r->bytes += iov[v].iov_len;
+	}
+	return 0;
+}
+
+static void wait_hook(void *ctx, struct cache_wait_cancel *wc)
+{
+	struct reply *r = ctx;
+
+	if (!wc)
+		return;
+	r->waits++;
+	if (r->cancel)
+		cache_wait_cancel(wc);
+}
+
+static int do_read(struct fixture *fx, struct ra_state *st, uint64_t off,
+		   size_t size, bool keep, struct reply *out)
+{
+	struct afs_read r = {.fc = fx->fc,
+			     .ra = st,
+			     .fd = fx->fd,
+			     .keep_data = keep,
+			     .reply = reply_check,
+			     .wait = wait_hook,
+			     .ctx = out};
+
+	out->off = off;
+	return afs_data_read(fx->a, &r, off, size);
+}
+
+/* Wait until no page of the file has I/O in flight. */
+static void settle(struct fixture *fx)
+{
+	for (uint64_t i = 0; i < NPAGES; i++) {
+		struct cache_page *p;
+
+		rcu_read_lock();
+		p = cache_lookup_rcu(fx->fc->map, i);
+		if (p && !cache_page_tryget(p))
+			p = NULL;
+		rcu_read_unlock();
+		if (p) {
+			cache_page_wait(p, NULL);
+			cache_page_put(p);
+		}
+	}
+}
+
+static void file_stats(struct fixture *fx, struct ra_file_stats *rs,
+		       struct cache_mapping_stats *ms)
+{
+	ra_file_stats(fx->fc->raf, rs);
+	cache_mapping_stats(fx->fc->map, ms);
+}
+
+static void test_miss_then_hit_from_pages(void **state)
+{
+	struct fixture *fx = *state;
+	struct reply miss = {0}, hit = {.fc = fx->fc};
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+	uint64_t reads;
+	struct ra_state st;
+
+	ra_state_init(&st);
+	assert_int_equal(do_read(fx, &st, 100, 3 * PAGE, true, &miss), 0);
+	assert_int_equal(miss.calls, 1);
+	assert_int_equal(miss.bytes, 3 * PAGE);
+	assert_false(miss.bad);
+	settle(fx);
+	file_stats(fx, &rs, &ms);
+	assert_true(rs.backing_reads >= 1);
+	assert_int_equal(ms.misses, 4); /* pages 0..3, none cached before */
+	reads = rs.backing_reads;
+
+	/* The same bytes again: from the cache pages, no backing read. */
+	rcu_read_lock();
+	assert_int_equal(do_read(fx, &st, 100, 3 * PAGE, true, &hit), 0);
+	rcu_read_unlock();
+	assert_int_equal(hit.bytes, 3 * PAGE);
+	assert_false(hit.bad);
+	assert_true(hit.from_pages);
+	assert_int_equal(hit.iovs, 4); /* one iovec per page, no copy */
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(rs.backing_reads, reads);
+	assert_int_equal(ms.misses, 4);
+	assert_true(ms.hits >= 8);
+	ra_state_destroy(&st);
+}
+
+/* A stream of 16-page reads: the first miss opens a window, its mark
+ * queues the next, and later reads find their pages read ahead. */
+static void test_sequential_marks_queue_windows(void **state)
+{
+	struct fixture *fx = *state;
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+	struct ra_state st;
+
+	ra_state_init(&st);
+	for (uint64_t p = 0; p < NPAGES; p += 16) {
+		struct reply r = {0};
+
+		assert_int_equal(do_read(fx, &st, p * PAGE, 16 * PAGE, true, &r),
+				 0);
+		assert_int_equal(r.bytes, 16 * PAGE);
+		assert_false(r.bad);
+	}
+	settle(fx);
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(rs.c.decisions[RA_KIND_INITIAL], 1);
+	assert_true(rs.c.decisions[RA_KIND_ASYNC] +
+			    rs.c.decisions[RA_KIND_STREAM_ASYNC] >=
+		    3);
+	assert_true(rs.c.async_pages > NPAGES / 2);
+	assert_true(ms.misses < 32); /* only the start missed */
+	ra_state_destroy(&st);
+}
+
+/* Reads without a handle (ra NULL) use the file's own state: still a
+ * stream, not random reads. */
+static void test_no_handle_still_streams(void **state)
+{
+	struct fixture *fx = *state;
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+
+	for (uint64_t p = 0; p < 128; p += 8) {
+		struct reply r = {0};
+
+		assert_int_equal(do_read(fx, NULL, p * PAGE, 8 * PAGE, true, &r),
+				 0);
+		assert_false(r.bad);
+	}
+	settle(fx);
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(rs.c.decisions[RA_KIND_RANDOM], 0);
+	assert_true(rs.c.async_pages > 0);
+}
+
+/* A 10000-byte file: a read across EOF is short, at or past it empty. */
+static void test_eof(void **state)
+{
+	struct fixture *fx = *state;
+	struct reply a = {0}, b = {0}, c = {0};
+
+	assert_int_equal(do_read(fx, NULL, 8192, 8192, true, &a), 0);
+	assert_int_equal(a.bytes, 10000 - 8192);
+	assert_false(a.bad);
+	assert_int_equal(do_read(fx, NULL, 10000, 4096, true, &b), 0);
+	assert_int_equal(b.calls, 1);
+	assert_int_equal(b.bytes, 0);
+	assert_int_equal(do_read(fx, NULL, 1 << 20, 4096, true, &c), 0);
+	assert_int_equal(c.bytes, 0);
+	assert_int_equal(do_read(fx, NULL, 0, AFS_DATA_MAX_REQUEST + 1, true,
+				 &c),
+			 -EINVAL);
+}
+
+/* The file grew behind the mount: a read past the EOF the identity knows
+ * looks at the backing and returns the new bytes. */
+static void test_grown_behind(void **state)
+{
+	struct fixture *fx = *state;
+	struct reply r = {0};
+	uint64_t changes = afs_fcache_changes(fx->fc);
+
+	write_file(fx, 20000);
+	assert_int_equal(do_read(fx, NULL, 8192, 12000, true, &r), 0);
+	assert_int_equal(r.bytes, 20000 - 8192);
+	assert_false(r.bad);
+	assert_int_equal(afs_fcache_size(fx->fc), 20000);
+	assert_int_equal(afs_fcache_changes(fx->fc), changes + 1);
+}
+
+/* Kernel mode: pages handed to the reader become history. */
+static void test_handed_over_pages_become_history(void **state)
+{
+	struct fixture *fx = *state;
+	struct cache_mapping_stats ms;
+	struct reply r = {0}, again = {0};
+
+	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, false, &r), 0);
+	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, false, &again), 0);
+	assert_false(again.bad);
+	cache_mapping_stats(fx->fc->map, &ms);
+	assert_true(ms.to_history >= 4);
+	assert_true(ms.misses >= 8); /* history is no data: missed again */
+}
+
+/* A wait the reader's interrupt cancels ends the read with -EINTR. */
+static void test_cancelled_wait(void **state)
+{
+	struct fixture *fx = *state;
+	struct cache_page *pages[4];
+	struct reply r = {.cancel = true};
+	unsigned int got;
+
+	/* Someone's I/O in flight on pages 10..13. */
+	assert_int_equal(cache_insert_range(fx->fc->map, 10, 4, CACHE_NO_MARK,
+					    0, pages, &got),
+			 0);
+	assert_int_equal(got, 4);
+	assert_int_equal(do_read(fx, NULL, 10 * PAGE, 4 * PAGE, true, &r),
+			 -EINTR);
+	assert_int_equal(r.waits, 1);
+	assert_int_equal(r.calls, 0);
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], -EAGAIN);
+	/* Nothing is left half done: the next read gets the bytes. */
+	r = (struct reply){0};
+	assert_int_equal(do_read(fx, NULL, 10 * PAGE, 4 * PAGE, true, &r), 0);
+	assert_int_equal(r.bytes, 4 * PAGE);
+	assert_false(r.bad);
+}
+
+/* A backing that fails reads (/proc/self/mem at an unmapped address, with
+ * an identity that claims 1 MiB): the reader gets the backing's error
+ * (-EIO or -EFAULT, as pread() there gives), the pages are not
+ * cached, and the next read tries the backing again. */
+static void test_backing_error(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_file_key key = {.dev = 0, .ino = 1, .gen = 99};
+	struct stat st = {.st_size = 1 << 20};
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+	struct afs_fcache *bad;
+	struct reply r = {0};
+	struct afs_read rd = {.reply = reply_check, .ctx = &r};
+	int mem = open("/proc/self/mem", O_RDONLY);
+	int rc;
+
+	assert_true(mem >= 0);
+	fx->other_fd = mem;
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &bad), 0);
+	fx->other = bad;
+	assert_int_equal(afs_fcache_ra(bad, mem), 0);
+	rd.fc = bad;
+	rd.fd = mem;
+	rc = afs_data_read(fx->a, &rd, 0, 2 * PAGE);
+	assert_true(rc == -EIO || rc == -EFAULT);
+	assert_int_equal(r.calls, 0);
+	rcu_read_lock();
+	assert_null(cache_lookup_rcu(bad->map, 0));
+	assert_null(cache_lookup_rcu(bad->map, 1));
+	rcu_read_unlock();
+	assert_int_equal(afs_data_read(fx->a, &rd, 0, 2 * PAGE), rc);
+	ra_file_stats(bad->raf, &rs);
+	cache_mapping_stats(bad->map, &ms);
+	assert_true(rs.c.errors >= 2); /* tried again, failed again */
+	assert_true(ms.errors >= 2);
+}
+
+/* Every page of a tiny cache held by I/O in flight: a read finds no room
+ * and is served from the backing, counted as such. */
+static void test_no_room_served_around(void **state)
+{
+	struct fixture *fx = *state;
+	struct cache_page *pages[TINY_PAGES];
+	struct reply r = {0};
+	unsigned int got;
+	int rc;
+
+	assert_int_equal(cache_insert_range(fx->fc->map, 400, TINY_PAGES,
+					    CACHE_NO_MARK, 0, pages, &got),
+			 0);
+	assert_true(got > 0);
+	rc = do_read(fx, NULL, 100 * PAGE, 8 * PAGE, true, &r);
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], -EAGAIN);
+	assert_int_equal(rc, 0);
+	assert_int_equal(r.bytes, 8 * PAGE);
+	assert_false(r.bad);
+	assert_int_equal(fx->fc->uncached_reads, 1);
+	assert_int_equal(fx->a->uncached_reads, 1);
+}
+
+/* The identity: a change behind the mount drops the pages and counts; the
+ * daemon's own change takes the new identity and does not count. */
+static void test_identity(void **state)
+{
+	struct fixture *fx = *state;
+	struct reply r = {0};
+	struct stat st;
+
+	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
+	settle(fx);
+	assert_int_equal(fstat(fx->fd, &st), 0);
+	assert_false(afs_fcache_revalidate(fx->fc, &st)); /* unchanged */
+	assert_int_equal(afs_fcache_changes(fx->fc), 0);
+
+	st.st_mtim.tv_nsec ^= 1; /* written behind the mount */
+	assert_true(afs_fcache_revalidate(fx->fc, &st));
+	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+	rcu_read_lock();
+	assert_null(cache_lookup_rcu(fx->fc->map, 0));
+	rcu_read_unlock();
+	assert_false(afs_fcache_revalidate(fx->fc, &st)); /* now known */
+
+	/* Through the mount: a write, then the backing's new identity. */
+	r = (struct reply){0};
+	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
+	settle(fx);
+	assert_int_equal(pwrite(fx->fd, "x", 1, 5), 1);
+	afs_fcache_changed(fx->fc, fx->fd, 5, 1, false);
+	rcu_read_lock();
+	assert_null(cache_lookup_rcu(fx->fc->map, 0)); /* the page written */
+	assert_non_null(cache_lookup_rcu(fx->fc->map, 1)); /* others stay */
+	rcu_read_unlock();
+	assert_int_equal(fstat(fx->fd, &st), 0);
+	assert_false(afs_fcache_revalidate(fx->fc, &st));
+	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+
+	/* A truncate through the mount: the new EOF at once. */
+	assert_int_equal(ftruncate(fx->fd, 3 * PAGE), 0);
+	afs_fcache_changed(fx->fc, fx->fd, 3 * PAGE, 0, true);
+	assert_int_equal(afs_fcache_size(fx->fc), 3 * PAGE);
+	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+}
+
+/* One file, one state: a lookup by the same key finds it. */
+static void test_lookup_by_key(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct afs_fcache *same, *other;
+
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &same), 0);
+	assert_ptr_equal(same, fx->fc);
+	key.gen = 1; /* the inode number reused: another file */
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &other), 0);
+	assert_ptr_not_equal(other, fx->fc);
+	afs_fcache_put(other);
+	afs_fcache_put(same);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_miss_then_hit_from_pages),
+		T(test_sequential_marks_queue_windows),
+		T(test_no_handle_still_streams),
+		cmocka_unit_test_setup_teardown(test_eof, setup_small_file,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_grown_behind,
+						setup_small_file, teardown),
+		T(test_handed_over_pages_become_history),
+		T(test_cancelled_wait),
+		T(test_backing_error),
+		cmocka_unit_test_setup_teardown(test_no_room_served_around,
+						setup_tiny_cache, teardown),
+		T(test_identity),
+		T(test_lookup_by_key),
+	};
+#undef T
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
