@@ -22,7 +22,10 @@
  * the state and the table, and the view is a hint (a hole scan under RCU
  * is not a snapshot; a wrong hint costs a window, never correctness).
  */
+#include <string.h>
+
 #include "decide.h"
+#include "geometry.h"
 
 #include "stream.h"
 
@@ -63,19 +66,6 @@ uint64_t ra_next_size(uint64_t cur, uint64_t max)
 	if (cur <= max / 2)
 		return cur * 2;
 	return max;
-}
-
-void ra_hstate_init(struct ra_hstate *st)
-{
-	st->start = 0;
-	st->size = 0;
-	st->async_size = 0;
-	st->prev_index = RA_PREV_NONE;
-}
-
-void ra_note_read_state(struct ra_hstate *st, uint64_t index, uint64_t nr)
-{
-	st->prev_index = index + (nr ? nr : 1) - 1;
 }
 
 const char *ra_kind_name(enum ra_kind kind)
@@ -123,7 +113,13 @@ static void decision_set(const struct ra_params *p, struct ra_decision *d,
 		d->mark = RA_NO_PAGE;
 }
 
-static void state_set(struct ra_hstate *st, const struct ra_decision *d)
+/* prev_index is written by ra_note_read() without st->lock. */
+static uint64_t prev_index(const struct ra_state *st)
+{
+	return __atomic_load_n(&st->prev_index, __ATOMIC_RELAXED);
+}
+
+static void state_set(struct ra_state *st, const struct ra_decision *d)
 {
 	st->start = d->start;
 	st->size = d->size;
@@ -146,13 +142,13 @@ static void initial_window(const struct ra_params *p, struct ra_decision *d,
  * docs/design.md's sync rules on the handle state alone, with window cap @max.
  * Leaves @st untouched for a random read.
  */
-static void sync_rules(struct ra_hstate *st, const struct ra_params *p,
+static void sync_rules(struct ra_state *st, const struct ra_params *p,
 		       const struct ra_view *v, uint64_t index, uint64_t req,
 		       uint64_t max, struct ra_decision *d)
 {
 	uint64_t hole, contig, size;
 
-	if (index == 0 || req > max || index - st->prev_index <= 1) {
+	if (index == 0 || req > max || index - prev_index(st) <= 1) {
 		initial_window(p, d,
 			       index == 0  ? RA_KIND_INITIAL
 			       : req > max ? RA_KIND_OVERSIZE
@@ -191,7 +187,7 @@ random:
 }
 
 /* docs/design.md's async rules on @st, with window cap @max. */
-static void async_rules(struct ra_hstate *st, const struct ra_params *p,
+static void async_rules(struct ra_state *st, const struct ra_params *p,
 			const struct ra_view *v, uint64_t index, uint64_t req,
 			uint64_t max, struct ra_decision *d)
 {
@@ -217,7 +213,7 @@ static void async_rules(struct ra_hstate *st, const struct ra_params *p,
 }
 
 /* A sync miss a stream reaches (stream.h, sync rules 1 and 4). */
-static void stream_sync(struct ra_hstate *st, struct ra_stream_table *t,
+static void stream_sync(struct ra_state *st, struct ra_stream_table *t,
 			int slot, const struct ra_params *p, uint64_t index,
 			uint64_t req, struct ra_decision *d)
 {
@@ -277,9 +273,9 @@ static void stream_record(struct ra_stream_table *t, int slot,
 		ra_stream_set_window(t, slot, d->start, d->size, d->async_size);
 }
 
-void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *t,
-		    const struct ra_params *p, const struct ra_view *v,
-		    uint64_t index, uint64_t req, struct ra_decision *d)
+static void decide_sync(struct ra_state *st, struct ra_stream_table *t,
+			const struct ra_params *p, const struct ra_view *v,
+			uint64_t index, uint64_t req, struct ra_decision *d)
 {
 	int slot, cand;
 	bool followed;
@@ -335,9 +331,9 @@ void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *t,
 	ra_stream_note_candidate(t, index, req);
 }
 
-void ra_decide_async(struct ra_hstate *st, struct ra_stream_table *t,
-		     const struct ra_params *p, const struct ra_view *v,
-		     uint64_t index, uint64_t req, struct ra_decision *d)
+static void decide_async(struct ra_state *st, struct ra_stream_table *t,
+			 const struct ra_params *p, const struct ra_view *v,
+			 uint64_t index, uint64_t req, struct ra_decision *d)
 {
 	struct ra_stream *s;
 	uint64_t max, size;
@@ -370,4 +366,94 @@ void ra_decide_async(struct ra_hstate *st, struct ra_stream_table *t,
 	async_rules(st, p, v, index, req, ra_stream_cap(t, slot), d);
 	if (d->kind != RA_KIND_ASYNC_GIVEUP)
 		stream_record(t, slot, d);
+}
+
+/* Advice RANDOM: read what was asked, nothing ahead; no state changes. */
+static void no_readahead(const struct ra_params *p, bool async, uint64_t index,
+			 uint64_t req, struct ra_decision *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = async ? RA_KIND_ASYNC_GIVEUP : RA_KIND_RANDOM;
+	d->start = d->io_start = index;
+	d->size = async ? 0 : req;
+	d->io_nr = async || index >= p->eof ? 0 : u64_min(req, p->eof - index);
+	d->mark = RA_NO_PAGE;
+	d->stream = -1;
+}
+
+/* Round a window's end onto the stripe, only where it costs nothing, and
+ * keep the mark on the page the rule chose while it is inside.  @min_end:
+ * the reader's own pages stay inside.  Return: whether @d changed. */
+static bool round_window(const struct ra_params *p, struct ra_decision *d,
+			 uint64_t min_end)
+{
+	uint64_t end = d->start + d->size, new_end, limit;
+
+	if (!p->geom || !p->geom->stripe || !d->size ||
+	    d->kind == RA_KIND_RANDOM || d->kind == RA_KIND_STREAM_BEHIND ||
+	    d->kind == RA_KIND_ASYNC_GIVEUP)
+		return false;
+	limit = u64_min(d->start + p->max, p->eof);
+	if (limit <= d->start)
+		return false;
+	if (min_end < d->start + 1)
+		min_end = d->start + 1;
+	new_end = ra_geometry_round_end(p->geom, d->start, end, min_end, limit);
+	if (new_end == end || new_end <= d->start)
+		return false;
+	if (new_end > end)
+		d->async_size += new_end - end;
+	else if (d->async_size > end - new_end)
+		d->async_size -= end - new_end;
+	else
+		d->async_size = 1;
+	d->size = new_end - d->start;
+	d->io_nr = d->start >= p->eof ? 0 : u64_min(d->size, p->eof - d->start);
+	d->mark = d->start + d->size - d->async_size;
+	if (d->mark >= d->io_start + d->io_nr)
+		d->mark = RA_NO_PAGE;
+	return true;
+}
+
+/* The rounded window replaces the one the rules recorded, in the handle
+ * state and in the stream that took it. */
+static void finish(struct ra_state *st, struct ra_stream_table *t,
+		   const struct ra_params *p, struct ra_decision *d,
+		   uint64_t min_end)
+{
+	uint64_t old_start = d->start, old_size = d->size;
+
+	if (!round_window(p, d, min_end))
+		return;
+	if (st->start == old_start && st->size == old_size) {
+		st->size = d->size;
+		st->async_size = d->async_size;
+	}
+	if (t && d->stream >= 0)
+		ra_stream_resize(t, d->stream, old_start, old_size, d->size,
+				 d->async_size);
+}
+
+void ra_decide_sync(struct ra_state *st, struct ra_stream_table *t,
+		    const struct ra_params *p, const struct ra_view *v,
+		    uint64_t index, uint64_t req, struct ra_decision *d)
+{
+	if (p->no_readahead) {
+		no_readahead(p, false, index, req ? req : 1, d);
+		return;
+	}
+	decide_sync(st, t, p, v, index, req, d);
+	finish(st, t, p, d, index + (req ? req : 1));
+}
+
+void ra_decide_async(struct ra_state *st, struct ra_stream_table *t,
+		     const struct ra_params *p, const struct ra_view *v,
+		     uint64_t index, uint64_t req, struct ra_decision *d)
+{
+	if (p->no_readahead) {
+		no_readahead(p, true, index, req ? req : 1, d);
+		return;
+	}
+	decide_async(st, t, p, v, index, req, d);
+	finish(st, t, p, d, index + (req ? req : 1));
 }

@@ -13,7 +13,7 @@
  * for a first read at page 0 and false for one at page 1, as in the kernel.
  *
  * Locking: none here.  The caller serialises calls on one struct
- * ra_hstate (ra.c: the handle's lock) and on one stream table (ra.c: the
+ * ra_state (ra.c: its lock, st->lock) and on one stream table (ra.c: the
  * file's table lock); the view is a hint read under RCU, never a snapshot.
  */
 #ifndef AHEADFS_RA_DECIDE_H
@@ -22,7 +22,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ra/ra.h" /* enum ra_context_rule, enum ra_kind */
+#include "ra/ra.h" /* struct ra_state, enum ra_context_rule, enum ra_kind */
+
+struct ra_geometry;
 
 struct ra_stream_table;
 
@@ -32,31 +34,25 @@ struct ra_stream_table;
 #define RA_NO_PAGE UINT64_MAX
 
 /**
- * struct ra_hstate - per-handle readahead state (the kernel's file_ra_state).
- * @start:	first page of the current window.
- * @size:	pages in the window; 0 = no window yet.
- * @async_size:	the READAHEAD mark sits at start + size - async_size.
- * @prev_index:	last page of the previous read (RA_PREV_NONE at first).
- */
-struct ra_hstate {
-	uint64_t start;
-	uint64_t size;
-	uint64_t async_size;
-	uint64_t prev_index;
-};
-
-/**
  * struct ra_params - what a decision depends on besides state and view.
  * @max:	window cap in pages (>= 1).
  * @rule:	the context rule.
  * @eof:	file size in pages (rounded up); windows are clipped to it for
  *		I/O, the state keeps the unclipped window (as the kernel does).
  *		UINT64_MAX: unknown/unbounded.
+ * @geom:	the backing's stripe geometry, or NULL: a window's end is
+ *		rounded onto the stripe where that costs nothing
+ *		(ra_geometry_round_end()), in the handle state and the stream
+ *		table alike, so the decision is final as it comes out.
+ * @no_readahead: advice RANDOM: every miss reads exactly its request and
+ *		no mark pushes a window.
  */
 struct ra_params {
 	uint64_t max;
 	enum ra_context_rule rule;
 	uint64_t eof;
+	const struct ra_geometry *geom;
+	bool no_readahead;
 };
 
 /**
@@ -117,21 +113,6 @@ uint64_t ra_init_size(uint64_t req, uint64_t max);
  */
 uint64_t ra_next_size(uint64_t cur, uint64_t max);
 
-/** ra_hstate_init() - A fresh handle state: no window, prev_index = -1. */
-void ra_hstate_init(struct ra_hstate *st);
-
-/**
- * ra_note_read_state() - Record a read of @nr pages at @index in @st.
- *
- * Every read does this once, at its end, hits and misses alike (docs/design.md:
- * prev_index is the last page of the previous read).  The decide functions
- * read prev_index and never write it, so a read that triggers several
- * decisions (a miss, then a mark further on) is judged against the read
- * before it, as in the kernel.
- * Context: Caller serialises on @st.
- */
-void ra_note_read_state(struct ra_hstate *st, uint64_t index, uint64_t nr);
-
 /**
  * ra_decide_sync() - Sync trigger: a read of @req pages at @index missed.
  * @table: the inode's stream table, or NULL to apply docs/design.md's per-handle
@@ -142,7 +123,7 @@ void ra_note_read_state(struct ra_hstate *st, uint64_t index, uint64_t nr);
  * Context: Caller serialises on @st and @table; the view's scans must be
  * safe to call (ra.c holds the RCU read lock around this call).
  */
-void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *table,
+void ra_decide_sync(struct ra_state *st, struct ra_stream_table *table,
 		    const struct ra_params *p, const struct ra_view *v,
 		    uint64_t index, uint64_t req, struct ra_decision *d);
 
@@ -153,7 +134,7 @@ void ra_decide_sync(struct ra_hstate *st, struct ra_stream_table *table,
  * Same contract as ra_decide_sync(); a RA_KIND_ASYNC_GIVEUP decision
  * reads nothing and leaves the window as it was.
  */
-void ra_decide_async(struct ra_hstate *st, struct ra_stream_table *table,
+void ra_decide_async(struct ra_state *st, struct ra_stream_table *table,
 		     const struct ra_params *p, const struct ra_view *v,
 		     uint64_t index, uint64_t req, struct ra_decision *d);
 

@@ -473,40 +473,6 @@ static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
 	}
 }
 
-/* Round a window's end onto the stripe (the geometry's rule: only where it costs
- * nothing) and keep the mark where the rule put it.  @min_end: the reader's
- * own pages stay inside. */
-static void round_window(const struct ra_file *f, struct ra_decision *d,
-			 uint64_t max, uint64_t eof, uint64_t min_end)
-{
-	uint64_t end = d->start + d->size, new_end, limit;
-
-	if (!f->geom.stripe || !d->size || d->kind == RA_KIND_RANDOM ||
-	    d->kind == RA_KIND_STREAM_BEHIND || d->kind == RA_KIND_ASYNC_GIVEUP)
-		return;
-	limit = u64_min(d->start + max, eof);
-	if (limit <= d->start)
-		return;
-	if (min_end < d->start + 1)
-		min_end = d->start + 1;
-	new_end =
-		ra_geometry_round_end(&f->geom, d->start, end, min_end, limit);
-	if (new_end == end || new_end <= d->start)
-		return;
-	/* The mark stays on the page the rule chose while it is inside. */
-	if (new_end > end)
-		d->async_size += new_end - end;
-	else if (d->async_size > end - new_end)
-		d->async_size -= end - new_end;
-	else
-		d->async_size = 1;
-	d->size = new_end - d->start;
-	d->io_nr = d->start >= eof ? 0 : u64_min(d->size, eof - d->start);
-	d->mark = d->start + d->size - d->async_size;
-	if (d->mark >= d->io_start + d->io_nr)
-		d->mark = RA_NO_PAGE;
-}
-
 /*
  * Decide for handle @st of @f.  Locks: st->lock, then f->lock, then the RCU
  * read lock for the hole scans; all dropped on return.
@@ -516,13 +482,12 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 {
 	struct ra_view v = {view_prev_hole, view_next_hole, f->m};
 	struct ra_stream_table *table;
-	struct ra_params p;
-	struct ra_hstate h;
+	struct ra_params p = {0};
 	bool thrash = false;
 	uint64_t tune;
-	int slot;
 
 	p.eof = file_eof(f);
+	p.geom = &f->geom;
 	if (!async) {
 		/* A miss on a page read ahead and evicted unused: thrash. */
 		thrash = cache_ghost_test_clear(f->m, index);
@@ -531,10 +496,6 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	}
 
 	pthread_mutex_lock(&st->lock);
-	h.start = st->start;
-	h.size = st->size;
-	h.async_size = st->async_size;
-	h.prev_index = __atomic_load_n(&st->prev_index, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&f->lock);
 	tune = tune_sync_locked(f);
 	p.rule = (enum ra_context_rule)((tune & TUNE_CONTEXT_MASK) >>
@@ -542,48 +503,13 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	table = tune & TUNE_NO_TABLE ? NULL : &f->table;
 	feedback_locked(f, index, thrash);
 	p.max = f->max;
-	if (f->advice == RA_ADVICE_RANDOM) {
-		/* No readahead at all: read what was asked. */
-		memset(d, 0, sizeof(*d));
-		d->kind = async ? RA_KIND_ASYNC_GIVEUP : RA_KIND_RANDOM;
-		d->start = d->io_start = index;
-		d->size = async ? 0 : nr;
-		d->io_nr =
-			async ? 0
-			      : (index >= p.eof ? 0
-						: u64_min(nr, p.eof - index));
-		d->mark = RA_NO_PAGE;
-		d->stream = -1;
-		goto out_unlock;
-	}
+	p.no_readahead = f->advice == RA_ADVICE_RANDOM;
 	rcu_read_lock();
 	if (async)
-		ra_decide_async(&h, table, &p, &v, index, nr, d);
+		ra_decide_async(st, table, &p, &v, index, nr, d);
 	else
-		ra_decide_sync(&h, table, &p, &v, index, nr, d);
+		ra_decide_sync(st, table, &p, &v, index, nr, d);
 	rcu_read_unlock();
-
-	slot = d->stream;
-	if (f->geom.stripe) {
-		uint64_t old_size = d->size, old_start = d->start;
-
-		round_window(f, d, p.max, p.eof, index + nr);
-		/* Keep the handle's and the stream's copy of the window in
-		 * step with what is read. */
-		if (h.start == old_start && h.size == old_size) {
-			h.size = d->size;
-			h.async_size = d->async_size;
-		}
-		if (slot >= 0 && f->table.s[slot].start == old_start &&
-		    f->table.s[slot].size == old_size) {
-			f->table.s[slot].size = d->size;
-			f->table.s[slot].async_size = d->async_size;
-		}
-	}
-	st->start = h.start;
-	st->size = h.size;
-	st->async_size = h.async_size;
-out_unlock:
 	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_unlock(&st->lock);
 

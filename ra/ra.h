@@ -131,9 +131,10 @@ struct ra_config {
 	const char *sysfs_root;
 };
 
-/* A handle's readahead state (docs/design.md: start, size, async_size,
- * prev_index).  Embedded by the caller; fields private: use the
- * functions.  ra_state_init() before use, ra_state_destroy() after. */
+/* A handle's readahead state (the kernel's file_ra_state: start, size,
+ * async_size, prev_index), the one the decisions (decide.c) work on.
+ * Embedded by the caller; fields private: use the functions.
+ * ra_state_init() before use, ra_state_destroy() after. */
 struct ra_state {
 	/* private: */
 	pthread_mutex_t lock;
@@ -284,6 +285,9 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 /**
  * ra_note_read() - A read of @nr pages at @index happened (hit or miss):
  * record prev_index.  One atomic store; call once per read, at its end.
+ * The decisions read prev_index and never write it, so a read that
+ * triggers several (a miss, then a mark further on) is judged against the
+ * read before it, as in the kernel.
  * Context: Any thread.
  */
 void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr);

@@ -267,3 +267,17 @@ unsigned int ra_stream_active_count(const struct ra_stream_table *t)
 			n++;
 	return n;
 }
+
+void ra_stream_resize(struct ra_stream_table *t, int slot, uint64_t start,
+		      uint64_t size, uint64_t new_size, uint64_t new_async)
+{
+	struct ra_stream *s;
+
+	if (slot < 0 || slot >= RA_STREAMS)
+		return;
+	s = &t->s[slot];
+	if (s->start != start || s->size != size)
+		return;
+	s->size = new_size;
+	s->async_size = new_async;
+}

@@ -158,6 +158,15 @@ int ra_stream_set_window(struct ra_stream_table *t, int slot, uint64_t start,
 			 uint64_t size, uint64_t async_size);
 
 /**
+ * ra_stream_resize() - The window slot @slot took, (@start, @size), was
+ * rounded to @new_size pages with the mark at @new_async from its end: the
+ * stream keeps the window as read.  Nothing changes if the slot holds
+ * another window by now.
+ */
+void ra_stream_resize(struct ra_stream_table *t, int slot, uint64_t start,
+		      uint64_t size, uint64_t new_size, uint64_t new_async);
+
+/**
  * ra_stream_note_candidate() - A random read of @req pages at @index:
  * refresh the candidate it continues, or leave a new one.
  */

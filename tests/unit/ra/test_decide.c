@@ -599,11 +599,11 @@ static void test_eof_clipping(void **state)
 	assert_int_equal(r.impl.backing_pages, 50);
 	/* a window that ends before EOF but whose mark is past it */
 	struct ra_decision d;
-	struct ra_hstate st;
+	struct ra_state st;
 	struct ra_params p = {256, RA_CONTEXT_CONSERVATIVE, 10};
 	struct ra_view v = {model_prev_hole, model_next_hole, &r.impl};
 
-	ra_hstate_init(&st);
+	ra_state_init(&st);
 	ra_decide_sync(&st, NULL, &p, &v, 0, 4, &d);
 	assert_int_equal(d.io_nr, 10);
 	assert_int_equal(d.mark, 4);
@@ -619,7 +619,7 @@ static void test_eof_clipping(void **state)
 static void test_async_giveup(void **state)
 {
 	struct sim s;
-	struct ra_hstate st;
+	struct ra_state st;
 	struct ra_decision d;
 	struct ra_view v;
 
@@ -627,7 +627,7 @@ static void test_async_giveup(void **state)
 	v = (struct ra_view){model_prev_hole, model_next_hole, &s};
 	for (uint64_t i = 100; i < 200; i++)
 		s.pg[i] = MP_PRESENT;
-	ra_hstate_init(&st);
+	ra_state_init(&st);
 	ra_decide_async(&st, NULL, &s.p, &v, 120, 1, &d);
 	assert_int_equal(d.kind, RA_KIND_ASYNC_GIVEUP);
 	assert_int_equal(d.io_nr, 0);

@@ -50,7 +50,7 @@ struct ref_state {
 };
 
 struct handle {
-	struct ra_hstate h;
+	struct ra_state h;
 	struct ref_state r;
 };
 
@@ -109,7 +109,7 @@ static inline void sim_free(struct sim *s)
 
 static inline void handle_init(struct handle *h)
 {
-	ra_hstate_init(&h->h);
+	ra_state_init(&h->h);
 	h->r = (struct ref_state){0, 0, 0, -1};
 }
 
@@ -385,7 +385,7 @@ static inline void sim_read(struct sim *s, struct handle *h, uint64_t index,
 	if (s->ref)
 		h->r.prev = (int64_t)(index + nr - 1);
 	else
-		ra_note_read_state(&h->h, index, nr);
+		ra_note_read(&h->h, index, nr);
 }
 
 /* A read of @len bytes at byte offset @off. */
