@@ -71,4 +71,3 @@ void afs_thread_buf_release(void)
 		thread_buf_free(b);
 	}
 }
-

@@ -68,8 +68,8 @@ int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,
 	return -EINVAL;
 }
 
-int afs_ahead_create(const struct afs_ahead_config *cfg,
-		     struct afs_ahead **out, char *err, size_t errlen)
+int afs_ahead_create(const struct afs_ahead_config *cfg, struct afs_ahead **out,
+		     char *err, size_t errlen)
 {
 	struct afs_ahead *a = calloc(1, sizeof(*a));
 	struct cache_config cc = {0};
@@ -112,7 +112,8 @@ int afs_ahead_create(const struct afs_ahead_config *cfg,
 	}
 	rc = -pthread_mutex_init(&a->files_lock, NULL);
 	if (rc) {
-		snprintf(err, errlen, "cannot create a lock: %s", strerror(-rc));
+		snprintf(err, errlen, "cannot create a lock: %s",
+			 strerror(-rc));
 		goto out_files;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a->started);
@@ -147,7 +148,8 @@ void afs_ahead_destroy(struct afs_ahead *a)
 static size_t key_bucket(const struct afs_ahead *a,
 			 const struct afs_file_key *k)
 {
-	uint64_t x = k->ino ^ ((uint64_t)k->dev << 40) ^ ((uint64_t)k->gen << 20);
+	uint64_t x =
+		k->ino ^ ((uint64_t)k->dev << 40) ^ ((uint64_t)k->gen << 20);
 
 	x ^= x >> 33;
 	x *= UINT64_C(0xff51afd7ed558ccd);

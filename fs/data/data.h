@@ -182,8 +182,8 @@ int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,
  * Return: 0 and *@out, -EINVAL (bad readahead options), -ENOMEM, or a
  * thread creation's -errno.
  */
-int afs_ahead_create(const struct afs_ahead_config *cfg,
-		     struct afs_ahead **out, char *err, size_t errlen);
+int afs_ahead_create(const struct afs_ahead_config *cfg, struct afs_ahead **out,
+		     char *err, size_t errlen);
 
 /**
  * afs_ahead_destroy() - Stop the engine and free the cache.

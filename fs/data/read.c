@@ -193,8 +193,8 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		  size_t size)
 {
 	struct afs_fcache *fc = r->fc;
-	struct ra_file *raf = fc ? __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE)
-				 : NULL;
+	struct ra_file *raf =
+		fc ? __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE) : NULL;
 	struct ra_state *ra;
 	struct cache_wait_cancel wc;
 	uint64_t end, fsize, miss;

@@ -137,7 +137,6 @@ uint32_t afs_fhandle_generation(int fd)
 	return gen;
 }
 
-
 struct afs_fhandle_fs afs_fhandle_probe(int dir_fd)
 {
 	struct afs_fhandle_fs fs = {0};

@@ -352,8 +352,7 @@ static int run(struct afs_opts *o)
 	/* Threads of the cache and the readahead engine start after the
 	 * fork of fuse_daemonize(), which would not carry them over. */
 	ahead_config(o, &cfg);
-	rc = afs_ahead_create(&cfg, &fs.ahead, err,
-			      sizeof(err));
+	rc = afs_ahead_create(&cfg, &fs.ahead, err, sizeof(err));
 	if (rc) {
 		afs_log(LOG_ERR, "%s", err);
 		goto out_unmount;

@@ -1,4 +1,4 @@
-/* fs.h - the aheadfs daemon: a POSIX passthrough of SOURCE at MOUNTPOINT on
+/* daemon.h - the aheadfs daemon: a POSIX passthrough of SOURCE at MOUNTPOINT on
  * the libfuse 3.14 low-level API.
  *
  * The FUSE adapter (fs/fuse/): it turns requests into backing system calls

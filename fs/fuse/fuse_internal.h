@@ -1,10 +1,11 @@
-/* fs_internal.h - state shared by the fs/ sources (not for other modules).
+/* fuse_internal.h - state shared by the FUSE adapter's sources, private to
+ * fs/fuse/.
  *
  * struct afs_fs is the session's user data: configuration fixed at start
- * and the inode table.  See fs.h for the threading model.
+ * and the inode table.  See daemon.h for the threading model.
  */
-#ifndef AFS_FS_INTERNAL_H
-#define AFS_FS_INTERNAL_H
+#ifndef AFS_FUSE_INTERNAL_H
+#define AFS_FUSE_INTERNAL_H
 
 #include <dirent.h>
 #include <fuse_lowlevel.h>
@@ -32,7 +33,7 @@ struct afs_open {
 
 struct afs_fs {
 	struct afs_itable itable;
-	struct afs_ahead *ahead; /* the cache and readahead (ahead.h) */
+	struct afs_ahead *ahead; /* the data path (fs/data/data.h) */
 	struct fuse_session *se; /* for notifications */
 	pthread_mutex_t open_lock; /* a leaf lock */
 	struct afs_open open_list; /* list head */
@@ -237,4 +238,4 @@ void afs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void afs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void afs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
-#endif /* AFS_FS_INTERNAL_H */
+#endif /* AFS_FUSE_INTERNAL_H */

@@ -75,7 +75,6 @@ struct afs_inode {
 	uint64_t refs; /* protected by table lock */
 	struct afs_inode *next_id; /* by_id chain, table lock */
 	struct afs_inode *next_key; /* by_key chain, table lock */
-
 };
 
 /* A backing filesystem under SOURCE (the list only grows). */

@@ -344,9 +344,8 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 			return -errno;
 		/* Pages past the new end (and the one holding it) go; an
 		 * O_PATH fd is enough for the fstat of the new identity. */
-		afs_fcache_changed(afs_inode_fc(i),
-				  fd >= 0 ? fd : i->fd, (uint64_t)attr->st_size,
-				  0, true);
+		afs_fcache_changed(afs_inode_fc(i), fd >= 0 ? fd : i->fd,
+				   (uint64_t)attr->st_size, 0, true);
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
 		struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT},
@@ -388,8 +387,7 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	/* Our own change of mode, owner or times moves ctime: take the new
 	 * identity so it is not taken for a change behind the mount. */
 	if (!rc && S_ISREG(i->type))
-		afs_fcache_touched(afs_inode_fc(i),
-				  i->fd);
+		afs_fcache_touched(afs_inode_fc(i), i->fd);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);

@@ -119,8 +119,8 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 		 * (its writes still drop the file's pages: they go through
 		 * the inode's cache state). */
 		rc = afs_fcache_ra(fc, fd);
-		if (rc && !(rc == -EACCES &&
-			    (fi->flags & O_ACCMODE) == O_WRONLY)) {
+		if (rc &&
+		    !(rc == -EACCES && (fi->flags & O_ACCMODE) == O_WRONLY)) {
 			free(f);
 			return rc;
 		}
@@ -291,7 +291,7 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		return;
 	}
 	afs_fcache_changed(afs_inode_fc(f->inode), f->h.fd, (uint64_t)off,
-			  (uint64_t)n, false);
+			   (uint64_t)n, false);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -334,7 +334,7 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	/* Punched or zeroed bytes change; plain allocation only the size,
 	 * but the identity must follow either way. */
 	afs_fcache_changed(afs_inode_fc(f->inode), f->h.fd, (uint64_t)offset,
-			  (uint64_t)length, false);
+			   (uint64_t)length, false);
 	fuse_reply_err(req, 0);
 }
 
@@ -365,6 +365,6 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		return;
 	}
 	afs_fcache_changed(afs_inode_fc(out->inode), out->h.fd, (uint64_t)dst,
-			  (uint64_t)n, false);
+			   (uint64_t)n, false);
 	fuse_reply_write(req, (size_t)n);
 }

@@ -9,7 +9,7 @@
  * for a program on the backing.  POSIX ACLs travel as system.posix_acl_*
  * attributes; with FUSE_CAP_POSIX_ACL the kernel also enforces them.
  *
- * The user.aheadfs.* names (stats, map, advice, tunables: xattr_ahead.h)
+ * The user.aheadfs.* names (stats, map, advice, tunables: fs/stats/xattr.h)
  * are answered here and never reach the backing; listxattr leaves them out
  * even if the backing has such names of its own.  With default_permissions
  * the kernel already checked the caller's access (read for get, write for
@@ -149,8 +149,7 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 	afs_creds_leave(&c);
 	/* A changed attribute moves ctime: not a change behind the mount. */
 	if (!rc && (op == X_SET || op == X_REMOVE) && S_ISREG(i->type))
-		afs_fcache_touched(afs_inode_fc(i),
-				  i->fd);
+		afs_fcache_touched(afs_inode_fc(i), i->fd);
 out_put:
 	afs_itable_put(&fs->itable, i);
 	if (rc)

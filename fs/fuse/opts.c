@@ -3,7 +3,6 @@
 
 #include "ra/ra.h"
 
-
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>

@@ -1,4 +1,4 @@
-/* xattr_ahead.c - the user.aheadfs.* names; see xattr_ahead.h and
+/* xattr.c - the user.aheadfs.* names; see xattr.h and
  * docs/stats.md.
  *
  * Every value is rendered on demand from the live counters, twice per

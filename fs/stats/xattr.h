@@ -49,8 +49,8 @@
  * ra_engine_tune(), which readers see atomically.  Each entry point makes
  * its thread an RCU reader of the cache (cache_thread_online()).
  */
-#ifndef AFS_XATTR_AHEAD_H
-#define AFS_XATTR_AHEAD_H
+#ifndef AFS_STATS_XATTR_H
+#define AFS_STATS_XATTR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -140,4 +140,4 @@ int afs_xattr_ahead_remove(const struct afs_xattr_target *t, const char *name);
  */
 size_t afs_xattr_ahead_filter_list(char *list, size_t len);
 
-#endif /* AFS_XATTR_AHEAD_H */
+#endif /* AFS_STATS_XATTR_H */

@@ -35,8 +35,7 @@ static inline int fixture_setup_cfg(void **state,
 	if (!f)
 		return -1;
 	f->cfg = *cfg;
-	if (cache_create(&f->cfg, &f->c) ||
-	    cache_mapping_create(f->c, &f->m)) {
+	if (cache_create(&f->cfg, &f->c) || cache_mapping_create(f->c, &f->m)) {
 		free(f);
 		return -1;
 	}

@@ -275,7 +275,7 @@ static void test_stress(void **state)
 	cache_thread_online();
 	assert_int_equal(cache_create(&cfg, &s.c), 0);
 	for (int i = 0; i < NR_MAPPINGS; i++) {
-	
+
 		assert_int_equal(cache_mapping_create(s.c, &s.m[i]), 0);
 	}
 	for (int i = 0; i < NR_READERS; i++)

@@ -54,7 +54,8 @@ static void write_file(struct fixture *fx, uint64_t size)
 
 		for (uint64_t b = 0; b < n; b++)
 			buf[b] = pattern(off + b);
-		assert_int_equal(pwrite(fx->fd, buf, n, (off_t)off), (ssize_t)n);
+		assert_int_equal(pwrite(fx->fd, buf, n, (off_t)off),
+				 (ssize_t)n);
 	}
 	assert_int_equal(fstat(fx->fd, &fx->st), 0);
 }
@@ -140,8 +141,8 @@ static int reply_check(void *ctx, const struct iovec *iov, int n)
 		/* Inside the RCU section for cached pages: the page of this
 		 * byte must hold it at this very address. */
 		if (r->fc) {
-			struct cache_page *p = cache_lookup_rcu(
-				r->fc->map, r->off / PAGE);
+			struct cache_page *p =
+				cache_lookup_rcu(r->fc->map, r->off / PAGE);
 
 			if (!p || (const uint8_t *)cache_page_data(p) +
 						  r->off % PAGE !=
@@ -255,8 +256,8 @@ static void test_sequential_marks_queue_windows(void **state)
 	for (uint64_t p = 0; p < NPAGES; p += 16) {
 		struct reply r = {0};
 
-		assert_int_equal(do_read(fx, &st, p * PAGE, 16 * PAGE, true, &r),
-				 0);
+		assert_int_equal(
+			do_read(fx, &st, p * PAGE, 16 * PAGE, true, &r), 0);
 		assert_int_equal(r.bytes, 16 * PAGE);
 		assert_false(r.bad);
 	}
@@ -282,8 +283,8 @@ static void test_no_handle_still_streams(void **state)
 	for (uint64_t p = 0; p < 128; p += 8) {
 		struct reply r = {0};
 
-		assert_int_equal(do_read(fx, NULL, p * PAGE, 8 * PAGE, true, &r),
-				 0);
+		assert_int_equal(
+			do_read(fx, NULL, p * PAGE, 8 * PAGE, true, &r), 0);
 		assert_false(r.bad);
 	}
 	settle(fx);
@@ -306,9 +307,9 @@ static void test_eof(void **state)
 	assert_int_equal(b.bytes, 0);
 	assert_int_equal(do_read(fx, NULL, 1 << 20, 4096, true, &c), 0);
 	assert_int_equal(c.bytes, 0);
-	assert_int_equal(do_read(fx, NULL, 0, AFS_DATA_MAX_REQUEST + 1, true,
-				 &c),
-			 -EINVAL);
+	assert_int_equal(
+		do_read(fx, NULL, 0, AFS_DATA_MAX_REQUEST + 1, true, &c),
+		-EINVAL);
 }
 
 /* The file grew behind the mount: a read past the EOF the identity knows

@@ -482,14 +482,21 @@ static void test_concurrent_lookup_forget(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_nodeid_round_trip),   T(test_nodeid_not_encodable),
-		T(test_shown_ino),	     T(test_root),
-		T(test_lookup_forget),	     T(test_find_by_key),
-		T(test_ref_outlives_forget), T(test_forget_unknown_or_too_many),
-		T(test_forget_batch),	     T(test_million_lookups_no_growth),
-		T(test_grow_and_shrink),     T(test_synthetic_ids),
+		T(test_nodeid_round_trip),
+		T(test_nodeid_not_encodable),
+		T(test_shown_ino),
+		T(test_root),
+		T(test_lookup_forget),
+		T(test_find_by_key),
+		T(test_ref_outlives_forget),
+		T(test_forget_unknown_or_too_many),
+		T(test_forget_batch),
+		T(test_million_lookups_no_growth),
+		T(test_grow_and_shrink),
+		T(test_synthetic_ids),
 		T(test_concurrent_lookup_forget),
-		T(test_fsidx_registration),  T(test_reopen_forgotten),
+		T(test_fsidx_registration),
+		T(test_reopen_forgotten),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

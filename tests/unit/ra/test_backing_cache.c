@@ -131,8 +131,7 @@ static int setup_size(void **state, uint64_t size, uint64_t chunk)
 	if (fsync(f->fd) || fstat(f->fd, &st))
 		return -1;
 	bc.hook_ctx = &f->hook;
-	if (cache_create(&cc, &f->c) ||
-	    cache_mapping_create(f->c, &f->m) ||
+	if (cache_create(&cc, &f->c) || cache_mapping_create(f->c, &f->m) ||
 	    ra_pool_create(&pc, &f->pool) || ra_backing_open(f->fd, &bc, &f->b))
 		return -1;
 	*state = f;
