@@ -434,26 +434,34 @@ static void finish(struct ra_state *st, struct ra_stream_table *t,
 				 d->async_size);
 }
 
+/* Either trigger, then the rounding that makes the decision final. */
+static void decide(bool async, struct ra_state *st, struct ra_stream_table *t,
+		   const struct ra_params *p, const struct ra_view *v,
+		   uint64_t index, uint64_t req, struct ra_decision *d)
+{
+	if (!req)
+		req = 1;
+	if (p->no_readahead) {
+		no_readahead(p, async, index, req, d);
+		return;
+	}
+	if (async)
+		decide_async(st, t, p, v, index, req, d);
+	else
+		decide_sync(st, t, p, v, index, req, d);
+	finish(st, t, p, d, index + req);
+}
+
 void ra_decide_sync(struct ra_state *st, struct ra_stream_table *t,
 		    const struct ra_params *p, const struct ra_view *v,
 		    uint64_t index, uint64_t req, struct ra_decision *d)
 {
-	if (p->no_readahead) {
-		no_readahead(p, false, index, req ? req : 1, d);
-		return;
-	}
-	decide_sync(st, t, p, v, index, req, d);
-	finish(st, t, p, d, index + (req ? req : 1));
+	decide(false, st, t, p, v, index, req, d);
 }
 
 void ra_decide_async(struct ra_state *st, struct ra_stream_table *t,
 		     const struct ra_params *p, const struct ra_view *v,
 		     uint64_t index, uint64_t req, struct ra_decision *d)
 {
-	if (p->no_readahead) {
-		no_readahead(p, true, index, req ? req : 1, d);
-		return;
-	}
-	decide_async(st, t, p, v, index, req, d);
-	finish(st, t, p, d, index + (req ? req : 1));
+	decide(true, st, t, p, v, index, req, d);
 }
