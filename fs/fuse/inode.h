@@ -71,6 +71,10 @@ struct afs_inode {
 	 * behind the mount (__atomic): a different count means its cached
 	 * pages and attributes are stale */
 	uint64_t changes_told;
+	/* afs_fcache_changes() + 1 when the backing answered that the file
+	 * has no security.capability, 0 when that is not known (__atomic;
+	 * ops_xattr.c) */
+	uint64_t nocap;
 	uint64_t nlookup; /* protected by table lock */
 	uint64_t refs; /* protected by table lock */
 	struct afs_inode *next_id; /* by_id chain, table lock */

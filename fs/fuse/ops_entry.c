@@ -81,9 +81,16 @@ static void fill_entry(struct afs_fs *fs, struct afs_inode *i,
 	e->attr.st_ino = afs_shown_ino(i);
 	e->attr_timeout = fs->attr_timeout;
 	e->entry_timeout = fs->entry_timeout;
-	/* The file's identity starts with what the kernel is told first. */
-	if (S_ISREG(i->type))
-		afs_inode_fcache(fs, i, st);
+	/* The file's identity starts with what the kernel is told first;
+	 * later entry replies compare, as getattr does. */
+	if (S_ISREG(i->type)) {
+		struct afs_fcache *fc = afs_inode_fc(i);
+
+		if (fc)
+			afs_fcache_revalidate(fc, st);
+		else
+			afs_inode_fcache(fs, i, st);
+	}
 }
 
 struct afs_fcache *afs_inode_fcache(struct afs_fs *fs, struct afs_inode *inode,

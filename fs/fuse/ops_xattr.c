@@ -14,8 +14,19 @@
  * even if the backing has such names of its own.  With default_permissions
  * the kernel already checked the caller's access (read for get, write for
  * set); without it, the daemon checks it as the caller.
+ *
+ * security.capability: the kernel asks for it before every write(2) to a
+ * file (its kill-privilege check; only FUSE_HANDLE_KILLPRIV_V2, which
+ * libfuse 3.14 cannot negotiate, would spare the round trip).  A regular
+ * file known to have none is answered ENODATA at once, without switching
+ * credentials or a backing call: the answer is kept per inode, valid while
+ * the file's count of changes behind the mount stays where it was
+ * (afs_fcache_changes()), and dropped by every setxattr and removexattr of
+ * the name through the mount.  Every caller may read security.capability,
+ * so the cached answer is the one the backing would give any of them.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -92,6 +103,32 @@ static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
 	return rc;
 }
 
+#define XATTR_CAPABILITY "security.capability"
+
+/* The inode's "no security.capability" answer, if still valid. */
+static bool cap_known_absent(struct afs_inode *i)
+{
+	struct afs_fcache *fc = afs_inode_fc(i);
+	uint64_t mark = __atomic_load_n(&i->nocap, __ATOMIC_ACQUIRE);
+
+	return fc && mark && mark == afs_fcache_changes(fc) + 1;
+}
+
+/* After the backing's answer to @op on @name for @i. */
+static void cap_note(struct afs_inode *i, enum xattr_op op, const char *name,
+		     int rc)
+{
+	struct afs_fcache *fc = afs_inode_fc(i);
+
+	if (!fc || !name || strcmp(name, XATTR_CAPABILITY))
+		return;
+	if (op == X_GET && rc == -ENODATA)
+		__atomic_store_n(&i->nocap, afs_fcache_changes(fc) + 1,
+				 __ATOMIC_RELEASE);
+	else if (op == X_SET || op == X_REMOVE)
+		__atomic_store_n(&i->nocap, 0, __ATOMIC_RELEASE);
+}
+
 static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 			 const struct xattr_args *a)
 {
@@ -105,6 +142,11 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 
 	if (!i)
 		return;
+	if (op == X_GET && S_ISREG(i->type) &&
+	    !strcmp(a->name, XATTR_CAPABILITY) && cap_known_absent(i)) {
+		rc = -ENODATA;
+		goto out_put;
+	}
 	/* A list is always read whole: its size answer must leave out the
 	 * aheadfs names too. */
 	if ((op == X_GET && a->size) || op == X_LIST) {
@@ -147,6 +189,8 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 	if (n < 0)
 		rc = -errno;
 	afs_creds_leave(&c);
+	if (S_ISREG(i->type))
+		cap_note(i, op, a->name, rc);
 	/* A changed attribute moves ctime: not a change behind the mount. */
 	if (!rc && (op == X_SET || op == X_REMOVE) && S_ISREG(i->type))
 		afs_fcache_touched(afs_inode_fc(i), i->fd);
