@@ -82,18 +82,27 @@ enum afs_read_mode {
 	AFS_READ_DIRECT,
 };
 
+/* How writes reach the backing (-o write_mode=, docs/tuning.md). */
+enum afs_write_mode {
+	AFS_WRITE_THROUGH = 0, /* default: every write(2) is a WRITE, at once */
+	AFS_WRITE_BACK, /* the kernel's writeback cache: for data written
+			 * only through the mount */
+};
+
 /**
  * struct afs_ahead_config - The data path options (-o cache_size=, ...).
  * @cache_size: Cache budget in bytes; 0: an eighth of RAM.
  * @ra: The readahead engine's options (ra_max=, ra_workers=, stripe=,
  *	chunk=, context_ra=, backing_io=).
  * @read_mode: -o read_mode=.
+ * @write_mode: -o write_mode=.
  * @manual_reclaim: no reclaimer thread (unit tests evict by hand).
  */
 struct afs_ahead_config {
 	uint64_t cache_size;
 	struct ra_config ra;
 	enum afs_read_mode read_mode;
+	enum afs_write_mode write_mode;
 	bool manual_reclaim;
 };
 

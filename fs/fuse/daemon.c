@@ -184,6 +184,7 @@ static void ahead_config(const struct afs_opts *o, struct afs_ahead_config *c)
 	memset(c, 0, sizeof(*c));
 	c->cache_size = o->cache_size;
 	c->read_mode = (enum afs_read_mode)o->read_mode;
+	c->write_mode = (enum afs_write_mode)o->write_mode;
 	c->ra.max_bytes = o->ra_max;
 	c->ra.auto_floor_bytes = AFS_RA_AUTO_FLOOR;
 	c->ra.context = (enum ra_context_rule)o->context_ra;

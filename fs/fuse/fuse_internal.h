@@ -38,6 +38,7 @@ struct afs_fs {
 	pthread_mutex_t open_lock; /* a leaf lock */
 	struct afs_open open_list; /* list head */
 	bool bdi_tuned; /* __atomic: afs_tune_bdi_once() ran */
+	bool writeback; /* __atomic: the kernel's writeback cache is on */
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */

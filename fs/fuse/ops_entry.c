@@ -203,7 +203,8 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	struct afs_fs *fs = userdata;
 	unsigned capable = conn->capable;
 
-	/* Coherency first: no parallel dirops, no writeback cache; no
+	/* Coherency first: no parallel dirops, no writeback cache (but as
+	 * -o write_mode=writeback asks, below); no
 	 * kill-priv handling by us (the kernel sends the setattr that clears
 	 * suid/sgid, which a root daemon would otherwise not clear); no
 	 * splice (replies come from the cache's pages).  Async reads stay on:
@@ -215,6 +216,15 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	if (capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	/* Writeback: the kernel keeps dirty pages and its own size and
+	 * times, and writes whole pages later (docs/tuning.md). */
+	if (fs->ahead->cfg.write_mode == AFS_WRITE_BACK) {
+		if (capable & FUSE_CAP_WRITEBACK_CACHE)
+			conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+		else
+			afs_log(LOG_WARNING, "the kernel offers no writeback "
+					     "cache: writes go through");
+	}
 	/* Not AUTO_INVAL_DATA: with it the kernel drops a file's whole page
 	 * cache whenever the mtime it gets differs from its own, which every
 	 * write through the mount causes (the kernel stamps its own mtime),
@@ -237,10 +247,14 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_POSIX_ACL;
 	if (conn->max_write < AFS_DATA_MAX_REQUEST)
 		conn->max_write = AFS_DATA_MAX_REQUEST;
-	afs_log(LOG_INFO, "serving %s on %s (protocol 7.%u, max_write %u%s)",
+	__atomic_store_n(&fs->writeback,
+			 (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
+			 __ATOMIC_RELEASE);
+	afs_log(LOG_INFO, "serving %s on %s (protocol 7.%u, max_write %u%s%s)",
 		fs->opts->source_real, fs->opts->mountpoint_real,
 		conn->proto_minor, conn->max_write,
-		conn->want & FUSE_CAP_POSIX_ACL ? ", posix_acl" : "");
+		conn->want & FUSE_CAP_POSIX_ACL ? ", posix_acl" : "",
+		conn->want & FUSE_CAP_WRITEBACK_CACHE ? ", writeback" : "");
 }
 
 void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -36,21 +36,49 @@
 #include "fuse_internal.h"
 #include "log.h"
 
+/*
+ * The backing open's flags for an open with @flags.  With the kernel's
+ * writeback cache the kernel computes every write's offset itself, appends
+ * included (a backing O_APPEND would put the bytes elsewhere), and reads
+ * pages through a write-only open to fill the rest of a partly written
+ * page: such an open is made read-write where the caller may read too.
+ */
+static int backing_flags(struct afs_fs *fs, int flags, bool *widened)
+{
+	*widened = false;
+	if (!__atomic_load_n(&fs->writeback, __ATOMIC_ACQUIRE))
+		return flags;
+	flags &= ~O_APPEND;
+	if ((flags & O_ACCMODE) == O_WRONLY) {
+		flags = (flags & ~O_ACCMODE) | O_RDWR;
+		*widened = true;
+	}
+	return flags;
+}
+
 /* Reopen @i for I/O with @flags, as the caller. */
 static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 {
 	char proc[AFS_PROCPATH_LEN];
 	struct afs_creds c;
+	bool widened;
 	int fd, rc;
 
 	/* O_NOFOLLOW would refuse the /proc magic link itself; the inode is
 	 * never a symlink here (the kernel resolves those). */
 	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_DIRECT);
+	flags = backing_flags(afs_req_fs(req), flags, &widened);
 	rc = afs_req_creds_enter(req, &c, false);
 	if (rc)
 		return rc;
 	afs_procpath(proc, i->fd);
 	fd = open(proc, flags | O_CLOEXEC);
+	/* A caller who may write but not read: the write-only open it asked
+	 * for.  A partly written page then cannot be read back through it:
+	 * such a write(2) fails (EBADF) unless the daemon's own readahead
+	 * side, which reads as the daemon, serves the page. */
+	if (fd < 0 && widened && errno == EACCES)
+		fd = open(proc, ((flags & ~O_ACCMODE) | O_WRONLY) | O_CLOEXEC);
 	rc = fd < 0 ? -errno : fd;
 	afs_creds_leave(&c);
 	return rc;
@@ -183,6 +211,7 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	char proc[AFS_PROCPATH_LEN];
 	struct fuse_entry_param e;
 	struct afs_creds c;
+	bool widened;
 	int fd = -1, pfd, rc;
 
 	if (!dir)
@@ -193,8 +222,14 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* The kernel sends CREATE only for a name it believes absent; if a
 	 * symlink appeared there behind its back, refuse to follow it. */
 	fd = openat(dir->fd, name,
-		    (fi->flags & ~O_DIRECT) | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		    backing_flags(fs, fi->flags & ~O_DIRECT, &widened) |
+			    O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 		    mode);
+	if (fd < 0 && widened && errno == EACCES)
+		fd = openat(dir->fd, name,
+			    (fi->flags & ~(O_DIRECT | O_APPEND)) | O_CREAT |
+				    O_NOFOLLOW | O_CLOEXEC,
+			    mode);
 	if (fd < 0)
 		rc = -errno;
 	afs_creds_leave(&c);

@@ -47,6 +47,8 @@ struct afs_opt_spec {
 };
 
 static const char *const read_mode_names[] = {"kernel", "direct", NULL};
+static const char *const write_mode_names[] = {"writethrough", "writeback",
+					       NULL};
 static const char *const context_ra_names[] = {"on", "loose", "off", NULL};
 static const char *const on_off_names[] = {"on", "off", NULL};
 static const char *const backing_io_names[] = {"auto", "direct", "buffered",
@@ -82,6 +84,11 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "kernel (default: the kernel's page cache on top) or direct (every "
 	 "read reaches aheadfs)",
 	 0, 0, read_mode_names},
+	{"write_mode", OPT_ENUM, true, F(write_mode), 0, 0,
+	 "writethrough (default: every write reaches the backing at once) or "
+	 "writeback (the kernel's writeback cache; only for data written "
+	 "through the mount alone)",
+	 0, 0, write_mode_names},
 	{"cache_size", OPT_BYTES, true, F(cache_size), 4 * 1024 * KIB,
 	 1024 * GIB, "aheadfs's page cache budget (default an eighth of RAM)"},
 	{"ra_max", OPT_BYTES, true, F(ra_max), 0, GIB,

@@ -54,6 +54,7 @@ struct afs_opts {
 	uint64_t cache_size, ra_max, stripe, chunk; /* bytes */
 	unsigned ra_workers;
 	int read_mode; /* enum afs_read_mode */
+	int write_mode; /* enum afs_write_mode */
 	int context_ra; /* enum ra_context_rule */
 	int stream_table; /* 0 on, 1 off */
 	int backing_io; /* enum ra_backing_io */
