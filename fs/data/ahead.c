@@ -43,7 +43,7 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 			     unsigned int threads)
 {
 	uint64_t window = cfg->ra.max_bytes;
-	uint64_t workers = cfg->ra.workers ? cfg->ra.workers : 4;
+	uint64_t workers = ra_workers_of(&cfg->ra);
 
 	if (!window) {
 		window = 2 * cfg->ra.stripe_bytes;
@@ -56,6 +56,22 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 	 * each worker fills at most one window at a time. */
 	return (threads + workers) * (uint64_t)READ_MAX_PAGES * PAGE_SIZE +
 	       workers * window;
+}
+
+int afs_ahead_check_budget(const struct afs_ahead_config *cfg,
+			   unsigned int threads, char *err, size_t errlen)
+{
+	uint64_t min = afs_ahead_min_cache(cfg, threads);
+
+	if (!cfg->cache_size || cfg->cache_size >= min)
+		return 0;
+	snprintf(err, errlen,
+		 "cache_size=%llu is too small: %u threads and %u "
+		 "readahead workers need at least %llu MiB",
+		 (unsigned long long)cfg->cache_size, threads,
+		 ra_workers_of(&cfg->ra),
+		 (unsigned long long)((min + (1u << 20) - 1) >> 20));
+	return -EINVAL;
 }
 
 int afs_ahead_create(const struct afs_ahead_config *cfg, unsigned int threads,
@@ -81,16 +97,9 @@ int afs_ahead_create(const struct afs_ahead_config *cfg, unsigned int threads,
 				: 256u << 20;
 	}
 	min = afs_ahead_min_cache(cfg, threads);
-	if (a->cfg.cache_size < min) {
-		snprintf(err, errlen,
-			 "cache_size=%llu is too small: %u threads and %u "
-			 "readahead workers need at least %llu MiB",
-			 (unsigned long long)a->cfg.cache_size, threads,
-			 cfg->ra.workers ? cfg->ra.workers : 4,
-			 (unsigned long long)((min + (1u << 20) - 1) >> 20));
-		rc = -EINVAL;
+	rc = afs_ahead_check_budget(&a->cfg, threads, err, errlen);
+	if (rc)
 		goto out_free;
-	}
 	cache_thread_online();
 	cc.budget_bytes = a->cfg.cache_size;
 	cc.min_bytes = min;

@@ -61,10 +61,15 @@
  * max_pages of 256 for reads too). */
 #define AFS_DATA_MAX_REQUEST (1U << 20)
 
+/* -o read_mode=: names afs_read_mode_names ("kernel", "direct"),
+ * NULL-terminated and indexed by the enum (read with ra_name_parse() and
+ * ra_name_of(), as every setting's names). */
 enum afs_read_mode {
 	AFS_READ_KERNEL = 0, /* default */
 	AFS_READ_DIRECT,
 };
+
+extern const char *const afs_read_mode_names[];
 
 /**
  * struct afs_ahead_config - The data path options (-o cache_size=, ...).
@@ -113,6 +118,17 @@ struct afs_handle {
  */
 uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 			     unsigned int threads);
+
+/**
+ * afs_ahead_check_budget() - Whether @cfg's cache_size (0: not given, not
+ * checked) holds what @threads FUSE threads and the workers need
+ * (afs_ahead_min_cache()).
+ * @err: One line on failure, naming the minimum.
+ * Context: Pure.
+ * Return: 0, or -EINVAL.
+ */
+int afs_ahead_check_budget(const struct afs_ahead_config *cfg,
+			   unsigned int threads, char *err, size_t errlen);
 
 /**
  * afs_ahead_create() - Start the cache and the readahead engine.

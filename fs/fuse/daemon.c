@@ -181,17 +181,8 @@ static void apply_mount_attrs(const struct afs_opts *o)
 
 static void ahead_config(const struct afs_opts *o, struct afs_ahead_config *c)
 {
-	memset(c, 0, sizeof(*c));
-	c->cache_size = o->cache_size;
-	c->read_mode = (enum afs_read_mode)o->read_mode;
-	c->ra.max_bytes = o->ra_max;
+	*c = o->ahead;
 	c->ra.auto_floor_bytes = AFS_RA_AUTO_FLOOR;
-	c->ra.context = (enum ra_context_rule)o->context_ra;
-	c->ra.no_stream_table = o->stream_table != 0;
-	c->ra.workers = o->ra_workers;
-	c->ra.stripe_bytes = o->stripe;
-	c->ra.chunk_bytes = o->chunk;
-	c->ra.backing_io = (enum ra_backing_io)o->backing_io;
 }
 
 static unsigned serving_threads(const struct afs_opts *o)
@@ -203,20 +194,14 @@ static unsigned serving_threads(const struct afs_opts *o)
 static int check_ahead(const struct afs_opts *o)
 {
 	struct afs_ahead_config c;
-	uint64_t min;
+	char err[AFS_ERRLEN];
+	int rc;
 
 	ahead_config(o, &c);
-	min = afs_ahead_min_cache(&c, serving_threads(o));
-	if (o->cache_size && o->cache_size < min) {
-		afs_log(LOG_ERR,
-			"cache_size=%llu is too small: %u threads and %u "
-			"readahead workers need at least %llu MiB",
-			(unsigned long long)o->cache_size, serving_threads(o),
-			o->ra_workers ? o->ra_workers : 4,
-			(unsigned long long)((min + (1u << 20) - 1) >> 20));
-		return -EINVAL;
-	}
-	return 0;
+	rc = afs_ahead_check_budget(&c, serving_threads(o), err, sizeof(err));
+	if (rc)
+		afs_log(LOG_ERR, "%s", err);
+	return rc;
 }
 
 static void release_fc(struct afs_fcache *fc)
@@ -236,7 +221,8 @@ static void release_fc(struct afs_fcache *fc)
 void afs_tune_bdi_once(struct afs_fs *fs)
 {
 	const struct afs_opts *o = fs->opts;
-	unsigned long kb = o->ra_max > (1u << 20) ? o->ra_max >> 10 : 1024;
+	uint64_t ra_max = o->ahead.ra.max_bytes;
+	unsigned long kb = ra_max > (1u << 20) ? ra_max >> 10 : 1024;
 	char line[4096], dev[64] = "", path[PATH_MAX];
 	unsigned maj, min;
 	FILE *f;

@@ -50,9 +50,6 @@
 /* Longest settable value (tunables and advice are short words). */
 #define VALUE_WORD_MAX 64
 
-/* ra_max at run time: as -o ra_max= (ra_config.max_bytes). */
-#define RA_MAX_LIMIT (UINT64_C(1) << 30)
-
 enum name_id {
 	N_STATS,
 	N_MAP,
@@ -95,18 +92,6 @@ static const char *const kind_keys[RA_KIND_COUNT] = {
 	[RA_KIND_STREAM_REFILL] = "stream_refill",
 	[RA_KIND_STREAM_BEHIND] = "stream_behind",
 	[RA_KIND_STREAM_ASYNC] = "stream_async",
-};
-
-static const char *const context_names[] = {
-	[RA_CONTEXT_CONSERVATIVE] = "on",
-	[RA_CONTEXT_LOOSE] = "loose",
-	[RA_CONTEXT_OFF] = "off",
-};
-
-static const char *const backing_io_names[] = {
-	[RA_BACKING_IO_AUTO] = "auto",
-	[RA_BACKING_IO_DIRECT] = "direct",
-	[RA_BACKING_IO_BUFFERED] = "buffered",
 };
 
 static uint64_t u64_min(uint64_t a, uint64_t b)
@@ -173,7 +158,7 @@ static void j_str(struct out *o, bool *first, const char *key, const char *v)
 {
 	j_key(o, first, key);
 	out_str(o, "\"");
-	out_str(o, v);
+	out_str(o, v ? v : "unknown");
 	out_str(o, "\"");
 }
 
@@ -251,7 +236,7 @@ static void render_stream(struct out *o, const struct ra_stream_stats *s)
 	bool first = true;
 
 	out_str(o, "{");
-	j_str(o, &first, "state", s->state == 2 ? "active" : "candidate");
+	j_str(o, &first, "state", ra_stream_state_name(s->state));
 	j_u64(o, &first, "start", s->start);
 	j_u64(o, &first, "size", s->size);
 	j_u64(o, &first, "async_size", s->async_size);
@@ -300,8 +285,7 @@ static void render_file(struct out *o, const struct file_figures *f)
 	j_key(o, &top, "backing");
 	first = true;
 	out_str(o, "{");
-	j_str(o, &first, "io",
-	      r->backing_io == RA_BACKING_IO_BUFFERED ? "buffered" : "direct");
+	j_str(o, &first, "io", ra_backing_io_name(r->backing_io));
 	j_u64(o, &first, "reads", r->backing_reads);
 	j_u64(o, &first, "bytes", r->backing_bytes);
 	render_amplification(o, &first, r->backing_bytes, m->hit_bytes);
@@ -334,8 +318,6 @@ static void render_root(struct out *o, const struct root_figures *f)
 	const struct afs_ahead_config *cfg = &f->a->cfg;
 	const struct cache_stats *c = &f->cs;
 	const struct ra_engine_stats *e = &f->es;
-	unsigned int bio = (unsigned int)cfg->ra.backing_io;
-	unsigned int ctx = (unsigned int)f->tune.context;
 	bool top = true, first;
 
 	out_str(o, "{");
@@ -347,17 +329,17 @@ static void render_root(struct out *o, const struct root_figures *f)
 	first = true;
 	out_str(o, "{");
 	j_str(o, &first, "read_mode",
-	      cfg->read_mode == AFS_READ_DIRECT ? "direct" : "kernel");
+	      ra_name_of(afs_read_mode_names, cfg->read_mode));
 	j_u64(o, &first, "cache_size", cfg->cache_size);
 	j_u64(o, &first, "ra_max", f->tune.max_bytes);
 	j_u64(o, &first, "ra_workers", e->workers);
 	j_u64(o, &first, "stripe", cfg->ra.stripe_bytes);
 	j_u64(o, &first, "chunk", cfg->ra.chunk_bytes);
 	j_str(o, &first, "context_ra",
-	      ctx <= RA_CONTEXT_OFF ? context_names[ctx] : "on");
-	j_str(o, &first, "stream_table", f->tune.stream_table ? "on" : "off");
-	j_str(o, &first, "backing_io",
-	      bio <= RA_BACKING_IO_BUFFERED ? backing_io_names[bio] : "auto");
+	      ra_name_of(ra_context_names, f->tune.context));
+	j_str(o, &first, "stream_table",
+	      ra_name_of(ra_stream_table_names, f->tune.stream_table));
+	j_str(o, &first, "backing_io", ra_backing_io_name(cfg->ra.backing_io));
 	out_str(o, "}");
 
 	j_key(o, &top, "cache");
@@ -433,7 +415,7 @@ static void file_figures(const struct afs_xattr_target *t,
 	n = f->rs.nr_streams < RA_STATS_STREAMS ? f->rs.nr_streams
 						: RA_STATS_STREAMS;
 	for (unsigned int i = 0; i < n; i++) {
-		if (s[i].state != 2)
+		if (s[i].state != RA_STREAM_STATS_ACTIVE)
 			continue;
 		struct ra_stream_stats tmp = s[i];
 
@@ -721,59 +703,6 @@ static int word_of(const char *value, size_t size, char *w, size_t wlen)
 	return 0;
 }
 
-/*
- * Bytes: decimal digits and an optional K, M or G (powers of 1024, either
- * case).  Return: 0 and *@out, or -EINVAL (malformed, or above @max).
- */
-static int parse_bytes(const char *s, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0, mul = 1;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		v = v * 10 + (uint64_t)(*s - '0');
-		if (v > max)
-			return -EINVAL;
-	}
-	switch (*s) {
-	case '\0':
-		break;
-	case 'k':
-	case 'K':
-		mul = UINT64_C(1) << 10;
-		s++;
-		break;
-	case 'm':
-	case 'M':
-		mul = UINT64_C(1) << 20;
-		s++;
-		break;
-	case 'g':
-	case 'G':
-		mul = UINT64_C(1) << 30;
-		s++;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (*s || v > max / mul)
-		return -EINVAL;
-	*out = v * mul;
-	return 0;
-}
-
-/* Index of @w in @table (@n entries), or -EINVAL. */
-static int word_index(const char *w, const char *const *table, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++)
-		if (!strcmp(w, table[i]))
-			return (int)i;
-	return -EINVAL;
-}
-
-static const char *const on_off[] = {"off", "on"};
-
 static int set_tunable(struct afs_ahead *a, enum name_id id, const char *w)
 {
 	struct ra_tuning tune = {0};
@@ -782,23 +711,23 @@ static int set_tunable(struct afs_ahead *a, enum name_id id, const char *w)
 
 	switch (id) {
 	case N_RA_MAX:
-		if (parse_bytes(w, RA_MAX_LIMIT, &tune.max_bytes) ||
-		    tune.max_bytes % PAGE_SIZE)
+		/* The range and the page multiple: ra_engine_tune(). */
+		if (ra_parse_size(w, &tune.max_bytes))
 			return -EINVAL;
 		what = RA_TUNE_MAX;
 		break;
 	case N_CONTEXT_RA:
-		i = word_index(w, context_names, RA_CONTEXT_OFF + 1);
+		i = ra_name_parse(ra_context_names, w);
 		if (i < 0)
 			return i;
 		tune.context = (enum ra_context_rule)i;
 		what = RA_TUNE_CONTEXT;
 		break;
 	case N_STREAM_TABLE:
-		i = word_index(w, on_off, 2);
+		i = ra_name_parse(ra_stream_table_names, w);
 		if (i < 0)
 			return i;
-		tune.stream_table = i;
+		tune.stream_table = (enum ra_stream_table_mode)i;
 		what = RA_TUNE_STREAM_TABLE;
 		break;
 	default:
@@ -824,7 +753,6 @@ static ssize_t get_tunable(struct afs_ahead *a, enum name_id id, char *buf,
 {
 	struct ra_tuning tune;
 	char tmp[24];
-	unsigned int ctx;
 
 	ra_engine_tuning(a->ra, &tune);
 	switch (id) {
@@ -832,12 +760,12 @@ static ssize_t get_tunable(struct afs_ahead *a, enum name_id id, char *buf,
 		snprintf(tmp, sizeof(tmp), "%" PRIu64, tune.max_bytes);
 		return get_word(tmp, buf, size);
 	case N_CONTEXT_RA:
-		ctx = (unsigned int)tune.context;
-		return get_word(ctx <= RA_CONTEXT_OFF ? context_names[ctx]
-						      : "on",
-				buf, size);
+		return get_word(ra_name_of(ra_context_names, tune.context), buf,
+				size);
 	default:
-		return get_word(on_off[tune.stream_table], buf, size);
+		return get_word(ra_name_of(ra_stream_table_names,
+					   tune.stream_table),
+				buf, size);
 	}
 }
 

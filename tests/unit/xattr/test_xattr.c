@@ -7,6 +7,7 @@
  * the cache and the engine report.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -898,7 +899,8 @@ static void test_tunable_bad_values(void **state)
 		"4096 ",
 		"4096x",
 		"4K\n\n",
-		"1MiB",
+		"1MiB ",
+		"1Mi",
 		"K",
 		"99999999999999999999999999",
 		"18446744073709551616",
@@ -921,6 +923,31 @@ static void test_tunable_bad_values(void **state)
 				     bad_table[i], 0),
 				 -EINVAL);
 	expect_tuning(fx, 1u << 20, "on", "on");
+}
+
+/* The size grammar of -o ra_max= (ra_parse_size()): binary suffixes, either
+ * case, with an optional B or iB. */
+static void test_tunable_size_grammar(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct {
+		const char *w;
+		uint64_t bytes;
+	} good[] = {
+		{"1MiB", 1u << 20}, {"2mib", 2u << 20}, {"4MB", 4u << 20},
+		{"8192B", 8192},    {"1G", 1u << 30},   {"0", 0},
+		{"12k\n", 12288},
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
+		char want[24];
+
+		assert_int_equal(
+			set(fx, &fx->root, "user.aheadfs.ra_max", good[i].w, 0),
+			0);
+		snprintf(want, sizeof(want), "%" PRIu64, good[i].bytes);
+		expect_word(fx, &fx->root, "user.aheadfs.ra_max", want);
+	}
 }
 
 static void test_tunable_in_force(void **state)
@@ -1117,6 +1144,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tunable_permission, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tunable_bad_values, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_tunable_size_grammar, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tunable_in_force, setup,
 						teardown),

@@ -1,0 +1,135 @@
+/* settings.c - the engine's settings vocabulary: the name tables of its
+ * enums, the one name parser and the one size parser (see ra.h,
+ * "Settings").  Pure functions over constant tables: any thread.
+ */
+#include "ra/ra.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+
+const char *const ra_context_names[] = {
+	[RA_CONTEXT_CONSERVATIVE] = "on",
+	[RA_CONTEXT_LOOSE] = "loose",
+	[RA_CONTEXT_OFF] = "off",
+	NULL,
+};
+
+const char *const ra_stream_table_names[] = {
+	[RA_STREAM_TABLE_ON] = "on",
+	[RA_STREAM_TABLE_OFF] = "off",
+	NULL,
+};
+
+const char *const ra_backing_io_names[] = {
+	[RA_BACKING_IO_AUTO] = "auto",
+	[RA_BACKING_IO_DIRECT] = "direct",
+	[RA_BACKING_IO_BUFFERED] = "buffered",
+	NULL,
+};
+
+static const char *const stream_state_names[] = {
+	"", /* free slots are not listed */
+	[RA_STREAM_STATS_CANDIDATE] = "candidate",
+	[RA_STREAM_STATS_ACTIVE] = "active",
+	NULL,
+};
+
+int ra_name_parse(const char *const *names, const char *s)
+{
+	if (!names || !s)
+		return -EINVAL;
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -EINVAL;
+}
+
+const char *ra_name_of(const char *const *names, unsigned int v)
+{
+	for (unsigned int i = 0; names && names[i]; i++)
+		if (i == v)
+			return names[i];
+	return NULL;
+}
+
+const char *ra_stream_state_name(enum ra_stream_stats_state state)
+{
+	if (state != RA_STREAM_STATS_CANDIDATE &&
+	    state != RA_STREAM_STATS_ACTIVE)
+		return NULL;
+	return stream_state_names[state];
+}
+
+const char *ra_backing_io_name(enum ra_backing_io m)
+{
+	const char *n = ra_name_of(ra_backing_io_names, (unsigned int)m);
+
+	return n ? n : "unknown";
+}
+
+unsigned int ra_workers_of(const struct ra_config *cfg)
+{
+	return cfg->workers ? cfg->workers : RA_WORKERS_DEFAULT;
+}
+
+int ra_parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0, mult = 1;
+	const char *p = s;
+
+	if (!s || !out)
+		return -EINVAL;
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL; /* empty, sign, space */
+	for (; isdigit((unsigned char)*p); p++) {
+		unsigned int d = (unsigned int)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	switch (*p) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		mult = 1ull << 10;
+		p++;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1ull << 20;
+		p++;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1ull << 30;
+		p++;
+		break;
+	case 't':
+	case 'T':
+		mult = 1ull << 40;
+		p++;
+		break;
+	case 'b':
+	case 'B':
+		break;
+	default:
+		return -EINVAL;
+	}
+	/* Optional unit: "B" after a plain number, "B" or "iB" after K/M/G/T. */
+	if (mult > 1 && *p == 'i') {
+		p++;
+		if (*p != 'B' && *p != 'b')
+			return -EINVAL;
+	}
+	if (*p == 'B' || *p == 'b')
+		p++;
+	if (*p)
+		return -EINVAL;
+	if (v > UINT64_MAX / mult)
+		return -ERANGE;
+	*out = v * mult;
+	return 0;
+}
