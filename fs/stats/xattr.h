@@ -1,8 +1,8 @@
-/* xattr_ahead.h - the user.aheadfs.* extended attributes: stats, cache map,
+/* xattr.h - the user.aheadfs.* extended attributes: stats, cache map,
  * per-file advice and run-time tunables, answered by the daemon itself.
  *
- * Names (docs/stats.md documents every field; /work/prompts/stats-schema.md
- * is the contract):
+ * Names (the fields of the stats are defined once, in fs/stats/schema.h;
+ * docs/stats.md documents them):
  *   user.aheadfs.stats         regular file: that file's cache and readahead
  *                              figures; mount root: the whole mount's
  *   user.aheadfs.map           regular file: its cached pages, as runs when
@@ -42,7 +42,9 @@
  *          -ENODATA  one that does not
  *
  * Concurrency: every call may run on any libfuse worker thread, several at
- * once; nothing here keeps state between calls.  The figures are read
+ * once; nothing here keeps state between calls.  The only per-file state
+ * read is the target's struct afs_fcache, in one function (xattr.c,
+ * afs_stats_fref()).  The figures are read
  * without stopping the cache or the readahead (relaxed counters, not a
  * snapshot).  The map walks the file's pages under rcu_read_lock() in
  * batches (cache_gang_lookup_rcu()), dropping the read lock between them so
@@ -50,8 +52,8 @@
  * ra_engine_tune(), which readers see atomically.  Each entry point makes
  * its thread an RCU reader of the cache (cache_thread_online()).
  */
-#ifndef AFS_XATTR_AHEAD_H
-#define AFS_XATTR_AHEAD_H
+#ifndef AFS_STATS_XATTR_H
+#define AFS_STATS_XATTR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -141,4 +143,4 @@ int afs_xattr_ahead_remove(const struct afs_xattr_target *t, const char *name);
  */
 size_t afs_xattr_ahead_filter_list(char *list, size_t len);
 
-#endif /* AFS_XATTR_AHEAD_H */
+#endif /* AFS_STATS_XATTR_H */

@@ -1,9 +1,9 @@
-/* test_xattr.c - the user.aheadfs.* names (fs/stats/xattr.c) rendered from a
+/* test_xattr.c - the user.aheadfs.* names (fs/stats) rendered from a
  * real cache and readahead engine: a temporary file on disk, pages read
  * through ra_sync_miss() the way the read path does, or inserted directly
  * where a test needs an exact set of cached pages.  Every value is parsed
  * with the JSON reader aheadfs-stat uses (fs/stats/json.h) and checked key
- * by key, in the contract's order (stats-schema.md), against the figures
+ * by key, in the documented order (docs/stats.md), against the figures
  * the cache and the engine report.
  */
 #include <errno.h>
