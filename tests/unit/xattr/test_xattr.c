@@ -35,8 +35,8 @@ struct fixture {
 	char path[64];
 	int fd;
 	struct stat st, dir_st;
-	struct afs_ahead a;
-	struct afs_fcache fc;
+	struct afs_ahead *a;
+	struct afs_fcache *fc, *slot; /* ours; the inode table's slot */
 	struct afs_xattr_target file, root, dir;
 };
 
@@ -69,46 +69,35 @@ static int make_file(struct fixture *fx, uint64_t size)
 
 static int setup_size(void **state, uint64_t size)
 {
-	struct cache_config cc = {.budget_bytes = 160u << 20,
-				  .manual_reclaim = true};
+	struct afs_ahead_config cfg = {.cache_size = 160u << 20,
+				       .read_mode = AFS_READ_KERNEL,
+				       .ra = {.max_bytes = 1u << 20,
+					      .workers = 2}};
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct cache_identity id = {0};
+	char err[256];
 
 	cache_thread_online();
 	assert_non_null(fx);
 	assert_int_equal(make_file(fx, size), 0);
 	assert_int_equal(stat("/", &fx->dir_st), 0);
-	id.ino = fx->st.st_ino;
-	id.size = (uint64_t)fx->st.st_size;
-	id.mtime = fx->st.st_mtim;
-	id.ctime = fx->st.st_ctim;
 
-	fx->a.cfg.cache_size = cc.budget_bytes;
-	fx->a.cfg.read_mode = AFS_READ_KERNEL;
-	fx->a.cfg.ra.max_bytes = 1u << 20;
-	fx->a.cfg.ra.workers = 2;
-	assert_int_equal(cache_create(&cc, &fx->a.cache), 0);
+	/* The mount and the file as the daemon makes them: the data path's
+	 * constructors; then the daemon's counters, to see them rendered. */
+	if (afs_ahead_create(&cfg, 1, &fx->a, err, sizeof(err)))
+		fail_msg("afs_ahead_create: %s", err);
+	fx->a->uncached_reads = 5;
+	fx->a->revalidations = 6;
 	assert_int_equal(
-		ra_engine_create(&fx->a.cfg.ra, fx->a.cache, &fx->a.ra), 0);
-	clock_gettime(CLOCK_MONOTONIC, &fx->a.started);
-	fx->a.started_wall = time(NULL);
-	fx->a.uncached_reads = 5;
-	fx->a.revalidations = 6;
-
-	assert_int_equal(cache_mapping_create(fx->a.cache, &id, &fx->fc.map),
-			 0);
-	assert_int_equal(ra_file_open(fx->a.ra, fx->fc.map, fx->fd,
-				      fx->st.st_dev, &fx->fc.raf),
-			 0);
-	fx->fc.size = (uint64_t)fx->st.st_size;
-	fx->fc.refs = 1;
-	fx->fc.uncached_reads = 3;
-	fx->fc.revalidations = 4;
+		afs_fcache_attach(fx->a, &fx->slot, fx->fd, &fx->st, &fx->fc),
+		0);
+	assert_ptr_equal(fx->slot, fx->fc);
+	fx->fc->uncached_reads = 3;
+	fx->fc->revalidations = 4;
 
 	fx->file = (struct afs_xattr_target){.is_reg = true,
 					     .shown_ino = SHOWN_INO,
 					     .st = &fx->st,
-					     .fc = &fx->fc};
+					     .fc = fx->fc};
 	fx->root = (struct afs_xattr_target){
 		.is_root = true, .shown_ino = 1, .st = &fx->dir_st};
 	fx->dir = (struct afs_xattr_target){.shown_ino = 7, .st = &fx->dir_st};
@@ -125,10 +114,9 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	ra_file_put(fx->fc.raf);
-	cache_mapping_put(fx->fc.map);
-	assert_int_equal(ra_engine_destroy(fx->a.ra), 0);
-	assert_int_equal(cache_destroy(fx->a.cache), 0);
+	afs_fcache_put(fx->fc); /* ours */
+	afs_fcache_put(fx->slot); /* the slot's, as the inode table's */
+	afs_ahead_destroy(fx->a);
 	close(fx->fd);
 	unlink(fx->path);
 	free(fx);
@@ -154,7 +142,7 @@ static void insert_pages(struct fixture *fx, uint64_t start, uint64_t nr)
 	while (nr) {
 		uint64_t n = nr < 256 ? nr : 256;
 
-		assert_int_equal(cache_insert_range(fx->fc.map, start, n,
+		assert_int_equal(cache_insert_range(fx->fc->map, start, n,
 						    CACHE_NO_MARK, 0, pages,
 						    &got),
 				 0);
@@ -170,7 +158,7 @@ static void insert_pages(struct fixture *fx, uint64_t start, uint64_t nr)
 static char *get_value(struct fixture *fx, const struct afs_xattr_target *t,
 		       const char *name, ssize_t *len)
 {
-	ssize_t size = afs_xattr_ahead_get(&fx->a, t, name, NULL, 0);
+	ssize_t size = afs_xattr_ahead_get(fx->a, t, name, NULL, 0);
 	char *buf;
 
 	assert_true(size > 0);
@@ -178,7 +166,7 @@ static char *get_value(struct fixture *fx, const struct afs_xattr_target *t,
 	assert_true(size <= AFS_XATTR_VALUE_MAX);
 	buf = malloc((size_t)size + 1);
 	assert_non_null(buf);
-	*len = afs_xattr_ahead_get(&fx->a, t, name, buf, (size_t)size);
+	*len = afs_xattr_ahead_get(fx->a, t, name, buf, (size_t)size);
 	assert_true(*len > 0);
 	assert_true(*len <= size);
 	buf[*len] = '\0';
@@ -391,14 +379,14 @@ static void test_file_stats(void **state)
 	/* The random reads first: after the stream they would be within its
 	 * reach (stream_ahead).  Each leaves a candidate stream. */
 	ra_state_init(&st);
-	test_read(fx->fc.map, fx->fc.raf, &st, 1500, 1);
-	test_read(fx->fc.map, fx->fc.raf, &st, 1900, 1);
+	test_read(fx->fc->map, fx->fc->raf, &st, 1500, 1);
+	test_read(fx->fc->map, fx->fc->raf, &st, 1900, 1);
 	for (uint64_t i = 0; i < 512; i += 8)
-		test_read(fx->fc.map, fx->fc.raf, &st, i, 8);
+		test_read(fx->fc->map, fx->fc->raf, &st, i, 8);
 	ra_state_destroy(&st);
-	test_settle(fx->fc.map, 2048);
-	cache_mapping_stats(fx->fc.map, &ms);
-	ra_file_stats(fx->fc.raf, &rs);
+	test_settle(fx->fc->map, 2048);
+	cache_mapping_stats(fx->fc->map, &ms);
+	ra_file_stats(fx->fc->raf, &rs);
 
 	doc = get_json(fx, &fx->file, "user.aheadfs.stats", &text);
 	root = doc->root;
@@ -489,11 +477,11 @@ static void test_root_stats(void **state)
 	char *text;
 
 	ra_state_init(&st);
-	test_read(fx->fc.map, fx->fc.raf, &st, 0, 64);
+	test_read(fx->fc->map, fx->fc->raf, &st, 0, 64);
 	ra_state_destroy(&st);
-	test_settle(fx->fc.map, 2048);
-	cache_stats(fx->a.cache, &cs);
-	ra_engine_stats(fx->a.ra, &es);
+	test_settle(fx->fc->map, 2048);
+	cache_stats(fx->a->cache, &cs);
+	ra_engine_stats(fx->a->ra, &es);
 
 	doc = get_json(fx, &fx->root, "user.aheadfs.stats", &text);
 	root = doc->root;
@@ -560,22 +548,22 @@ static void test_root_stats(void **state)
 static void check_size_rule(struct fixture *fx,
 			    const struct afs_xattr_target *t, const char *name)
 {
-	ssize_t size = afs_xattr_ahead_get(&fx->a, t, name, NULL, 0), len;
+	ssize_t size = afs_xattr_ahead_get(fx->a, t, name, NULL, 0), len;
 	char *buf = malloc(AFS_XATTR_VALUE_MAX);
 
 	assert_non_null(buf);
-	len = afs_xattr_ahead_get(&fx->a, t, name, buf, (size_t)size);
+	len = afs_xattr_ahead_get(fx->a, t, name, buf, (size_t)size);
 	assert_true(len > 0);
 	assert_int_equal(size, (len + AFS_XATTR_SLACK + AFS_XATTR_ROUND - 1) /
 				       AFS_XATTR_ROUND * AFS_XATTR_ROUND);
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, t, name, buf, (size_t)len),
+	assert_int_equal(afs_xattr_ahead_get(fx->a, t, name, buf, (size_t)len),
 			 len);
 	assert_int_equal(
-		afs_xattr_ahead_get(&fx->a, t, name, buf, (size_t)len - 1),
+		afs_xattr_ahead_get(fx->a, t, name, buf, (size_t)len - 1),
 		-ERANGE);
 	/* a buffer larger than any value is fine */
 	assert_int_equal(
-		afs_xattr_ahead_get(&fx->a, t, name, buf, AFS_XATTR_VALUE_MAX),
+		afs_xattr_ahead_get(fx->a, t, name, buf, AFS_XATTR_VALUE_MAX),
 		len);
 	free(buf);
 }
@@ -586,9 +574,9 @@ static void test_size_rule(void **state)
 	struct ra_state st;
 
 	ra_state_init(&st);
-	test_read(fx->fc.map, fx->fc.raf, &st, 0, 100);
+	test_read(fx->fc->map, fx->fc->raf, &st, 0, 100);
 	ra_state_destroy(&st);
-	test_settle(fx->fc.map, 2048);
+	test_settle(fx->fc->map, 2048);
 	check_size_rule(fx, &fx->file, "user.aheadfs.stats");
 	check_size_rule(fx, &fx->file, "user.aheadfs.map");
 	check_size_rule(fx, &fx->file, "user.aheadfs.advice");
@@ -624,7 +612,7 @@ static void test_map_runs(void **state)
 	assert_int_equal(len, strlen(v));
 	free(v);
 	/* history entries are not cached data */
-	assert_int_equal(cache_page_drop_to_history(fx->fc.map, 100, 127), 28);
+	assert_int_equal(cache_page_drop_to_history(fx->fc->map, 100, 127), 28);
 	v = get_value(fx, &fx->file, "user.aheadfs.map", &len);
 	assert_string_equal(v, "{\"file_pages\": 2048, \"cached_pages\": 6, "
 			       "\"pages_per_cell\": 1, \"runs\": [[0, 4], "
@@ -729,15 +717,15 @@ static void test_map_scaled_to_buffer(void **state)
 	ssize_t len;
 
 	assert_non_null(buf);
-	len = afs_xattr_ahead_get(&fx->a, &fx->file, "user.aheadfs.map", buf,
+	len = afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.map", buf,
 				  20000);
 	assert_true(len > 0 && len <= 20000);
 	check_cells(buf, (size_t)len, SPARSE_PAGES, cached, 3);
-	len = afs_xattr_ahead_get(&fx->a, &fx->file, "user.aheadfs.map", buf,
+	len = afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.map", buf,
 				  AFS_XATTR_MAP_MIN_BUF);
 	assert_true(len > 0 && len <= AFS_XATTR_MAP_MIN_BUF);
 	check_cells(buf, (size_t)len, SPARSE_PAGES, cached, 0);
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->file,
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
 					     "user.aheadfs.map", buf,
 					     AFS_XATTR_MAP_MIN_BUF - 1),
 			 -ERANGE);
@@ -793,7 +781,7 @@ static void expect_word(struct fixture *fx, const struct afs_xattr_target *t,
 static int set(struct fixture *fx, const struct afs_xattr_target *t,
 	       const char *name, const char *value, uid_t caller)
 {
-	return afs_xattr_ahead_set(&fx->a, t, name, value, strlen(value), 0,
+	return afs_xattr_ahead_set(fx->a, t, name, value, strlen(value), 0,
 				   caller, OWNER);
 }
 
@@ -807,7 +795,7 @@ static void test_advice(void **state)
 	expect_word(fx, &fx->file, adv, "normal");
 	assert_int_equal(set(fx, &fx->file, adv, "sequential\n", 1234), 0);
 	expect_word(fx, &fx->file, adv, "sequential");
-	ra_file_stats(fx->fc.raf, &rs);
+	ra_file_stats(fx->fc->raf, &rs);
 	assert_int_equal(rs.max_window, 512); /* doubled */
 	assert_int_equal(set(fx, &fx->file, adv, "random", 0), 0);
 	expect_word(fx, &fx->file, adv, "random");
@@ -817,17 +805,17 @@ static void test_advice(void **state)
 	assert_int_equal(set(fx, &fx->file, adv, "", 0), -EINVAL);
 	assert_int_equal(set(fx, &fx->file, adv, "normal\n\n", 0), -EINVAL);
 	assert_int_equal(set(fx, &fx->file, adv, "Normal", 0), -EINVAL);
-	assert_int_equal(afs_xattr_ahead_set(&fx->a, &fx->file, adv,
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv,
 					     "normal\0x", 8, 0, 0, OWNER),
 			 -EINVAL);
-	assert_int_equal(afs_xattr_ahead_set(&fx->a, &fx->file, adv, "normal",
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
 					     6, XATTR_CREATE, 0, OWNER),
 			 -EEXIST);
-	assert_int_equal(afs_xattr_ahead_set(&fx->a, &fx->file, adv, "normal",
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
 					     6, 0x40, 0, OWNER),
 			 -EINVAL);
 	expect_word(fx, &fx->file, adv, "random");
-	assert_int_equal(afs_xattr_ahead_set(&fx->a, &fx->file, adv, "normal",
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
 					     6, XATTR_REPLACE, 0, OWNER),
 			 0);
 	expect_word(fx, &fx->file, adv, "normal");
@@ -835,12 +823,12 @@ static void test_advice(void **state)
 	/* willneed reads the file ahead, dontneed drops it; neither
 	 * replaces the advice in force */
 	assert_int_equal(set(fx, &fx->file, adv, "willneed", 0), 0);
-	test_settle(fx->fc.map, 2048);
-	cache_mapping_stats(fx->fc.map, &ms);
+	test_settle(fx->fc->map, 2048);
+	cache_mapping_stats(fx->fc->map, &ms);
 	assert_int_equal(ms.cached_pages, 2048);
 	expect_word(fx, &fx->file, adv, "normal");
 	assert_int_equal(set(fx, &fx->file, adv, "dontneed", 0), 0);
-	cache_mapping_stats(fx->fc.map, &ms);
+	cache_mapping_stats(fx->fc->map, &ms);
 	assert_int_equal(ms.cached_pages, 0);
 	expect_word(fx, &fx->file, adv, "normal");
 }
@@ -979,15 +967,15 @@ static void test_tunable_in_force(void **state)
 	 * pages, and no stream table */
 	ra_state_init(&st);
 	for (uint64_t i = 0; i < 256; i += 4)
-		test_read(fx->fc.map, fx->fc.raf, &st, i, 4);
+		test_read(fx->fc->map, fx->fc->raf, &st, i, 4);
 	ra_state_destroy(&st);
-	test_settle(fx->fc.map, 2048);
-	ra_file_stats(fx->fc.raf, &rs);
+	test_settle(fx->fc->map, 2048);
+	ra_file_stats(fx->fc->raf, &rs);
 	assert_int_equal(rs.max_window, 16);
 	for (int k = RA_KIND_STREAM_SEQ; k <= RA_KIND_STREAM_ASYNC; k++)
 		assert_int_equal(rs.c.decisions[k], 0);
 	assert_true(rs.c.decisions[RA_KIND_ASYNC] > 0);
-	ra_engine_stats(fx->a.ra, &es);
+	ra_engine_stats(fx->a->ra, &es);
 	/* 256 pages in windows of at most 16: at least 16 backing reads */
 	assert_true(es.backing_reads >= 16);
 	doc = get_json(fx, &fx->file, "user.aheadfs.stats", &text);
@@ -998,14 +986,14 @@ static void test_tunable_in_force(void **state)
 
 	/* 0: automatic again (1 MiB on a device without a stripe) */
 	assert_int_equal(set(fx, &fx->root, "user.aheadfs.ra_max", "0", 0), 0);
-	ra_file_stats(fx->fc.raf, &rs);
+	ra_file_stats(fx->fc->raf, &rs);
 	assert_int_equal(rs.max_window, rs.stripe_pages ? rs.max_window : 256);
 	expect_word(fx, &fx->root, "user.aheadfs.ra_max", "0");
 	assert_int_equal(set(fx, &fx->root, "user.aheadfs.ra_max", "1G", 0), 0);
-	ra_file_stats(fx->fc.raf, &rs);
+	ra_file_stats(fx->fc->raf, &rs);
 	assert_int_equal(rs.max_window, 262144);
 	assert_int_equal(set(fx, &fx->root, "user.aheadfs.ra_max", "4k", 0), 0);
-	ra_file_stats(fx->fc.raf, &rs);
+	ra_file_stats(fx->fc->raf, &rs);
 	assert_int_equal(rs.max_window, 1);
 }
 
@@ -1026,31 +1014,31 @@ static void test_names(void **state)
 	assert_false(afs_xattr_ours("user.other"));
 
 	/* names that do not exist on that kind of file */
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->dir,
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->dir,
 					     "user.aheadfs.stats", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->root,
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->root,
 					     "user.aheadfs.map", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->root,
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->root,
 					     "user.aheadfs.advice", buf,
 					     sizeof(buf)),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->file,
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
 					     "user.aheadfs.ra_max", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->file,
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
 					     "user.aheadfs.bogus", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->file, "user.aheadfs.",
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.",
 					     NULL, 0),
 			 -ENODATA);
 	/* a too-small buffer */
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->file,
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
 					     "user.aheadfs.stats", buf,
 					     sizeof(buf)),
 			 -ERANGE);
-	assert_int_equal(afs_xattr_ahead_get(&fx->a, &fx->root,
+	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->root,
 					     "user.aheadfs.context_ra", buf, 1),
 			 -ERANGE);
 
@@ -1069,7 +1057,7 @@ static void test_names(void **state)
 			 -ENOTSUP);
 	assert_int_equal(set(fx, &fx->root, "user.aheadfs.bogus", "1", 0),
 			 -ENOTSUP);
-	assert_int_equal(afs_xattr_ahead_set(&fx->a, &fx->root,
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->root,
 					     "user.aheadfs.ra_max", "4K", 2,
 					     XATTR_CREATE, 0, OWNER),
 			 -EEXIST);
