@@ -75,6 +75,7 @@ unsigned int ra_workers_of(const struct ra_config *cfg)
 
 int ra_parse_size(const char *s, uint64_t *out)
 {
+	static const char suffixes[] = "kmgt";
 	uint64_t v = 0, mult = 1;
 	const char *p = s;
 
@@ -89,33 +90,13 @@ int ra_parse_size(const char *s, uint64_t *out)
 			return -ERANGE;
 		v = v * 10 + d;
 	}
-	switch (*p) {
-	case '\0':
-		break;
-	case 'k':
-	case 'K':
-		mult = 1ull << 10;
+	/* K, M, G, T: powers of 1024, either case */
+	if (*p && strchr(suffixes, tolower((unsigned char)*p))) {
+		mult = 1ull << (10 * (1 + (strchr(suffixes,
+					   tolower((unsigned char)*p)) -
+				    suffixes)));
 		p++;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1ull << 20;
-		p++;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1ull << 30;
-		p++;
-		break;
-	case 't':
-	case 'T':
-		mult = 1ull << 40;
-		p++;
-		break;
-	case 'b':
-	case 'B':
-		break;
-	default:
+	} else if (*p && *p != 'b' && *p != 'B') {
 		return -EINVAL;
 	}
 	/* Optional unit: "B" after a plain number, "B" or "iB" after K/M/G/T. */

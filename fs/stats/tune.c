@@ -32,6 +32,13 @@ static int word_of(const char *value, size_t size, char *w, size_t wlen)
 	return 0;
 }
 
+/* The name table of a word tunable: the setting's own (ra.h). */
+static const char *const *word_names(enum afs_stats_tunable id)
+{
+	return id == AFS_TUNE_CONTEXT_RA ? ra_context_names
+					 : ra_stream_table_names;
+}
+
 int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 			  enum afs_stats_tunable id, const char *value,
 			  size_t size)
@@ -58,18 +65,15 @@ int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 		what = RA_TUNE_MAX;
 		break;
 	case AFS_TUNE_CONTEXT_RA:
-		i = ra_name_parse(ra_context_names, w);
-		if (i < 0)
-			return i;
-		tune.context = (enum ra_context_rule)i;
-		what = RA_TUNE_CONTEXT;
-		break;
 	case AFS_TUNE_STREAM_TABLE:
-		i = ra_name_parse(ra_stream_table_names, w);
+		i = ra_name_parse(word_names(id), w);
 		if (i < 0)
 			return i;
+		/* only the field named by @what is read */
+		tune.context = (enum ra_context_rule)i;
 		tune.stream_table = (enum ra_stream_table_mode)i;
-		what = RA_TUNE_STREAM_TABLE;
+		what = id == AFS_TUNE_CONTEXT_RA ? RA_TUNE_CONTEXT
+						 : RA_TUNE_STREAM_TABLE;
 		break;
 	default:
 		return -ENOTSUP;
@@ -99,10 +103,10 @@ ssize_t afs_stats_get_tunable(struct afs_ahead *a,
 		snprintf(tmp, sizeof(tmp), "%" PRIu64, tune.max_bytes);
 		return afs_stats_get_word(tmp, buf, size);
 	case AFS_TUNE_CONTEXT_RA:
-		w = ra_name_of(ra_context_names, tune.context);
+		w = ra_name_of(word_names(id), tune.context);
 		break;
 	default:
-		w = ra_name_of(ra_stream_table_names, tune.stream_table);
+		w = ra_name_of(word_names(id), tune.stream_table);
 		break;
 	}
 	return afs_stats_get_word(w ? w : "unknown", buf, size);
