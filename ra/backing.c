@@ -409,7 +409,8 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 	if (fd < 0 || !cfg || !out || !cfg->ops || !cfg->ops->index ||
 	    !cfg->ops->data || !cfg->ops->complete ||
 	    cfg->chunk % RA_IO_PAGE_SIZE ||
-	    (cfg->mode != RA_BACKING_IO_AUTO && cfg->mode != RA_BACKING_IO_DIRECT &&
+	    (cfg->mode != RA_BACKING_IO_AUTO &&
+	     cfg->mode != RA_BACKING_IO_DIRECT &&
 	     cfg->mode != RA_BACKING_IO_BUFFERED))
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
@@ -432,7 +433,8 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 		}
 		if (nfd >= 0) {
 			b->mode = RA_BACKING_IO_DIRECT;
-		} else if (cfg->mode == RA_BACKING_IO_DIRECT || nfd == -ENOMEM) {
+		} else if (cfg->mode == RA_BACKING_IO_DIRECT ||
+			   nfd == -ENOMEM) {
 			rc = nfd;
 			goto out_free;
 		}

@@ -70,7 +70,6 @@ struct ra_page_ops {
 		.complete = cache_page_complete,                               \
 	}
 
-
 /* Test hook: called instead of preadv(2); returns bytes or -errno. */
 typedef ssize_t (*ra_preadv_fn)(void *ctx, int fd, const struct iovec *iov,
 				int iovcnt, off_t offset);
@@ -194,6 +193,5 @@ void ra_backing_stats(const struct ra_backing *b, struct ra_backing_stats *st);
  * Context: Any thread.
  */
 void ra_io_totals_read(const struct ra_io_totals *t, struct ra_io_totals *out);
-
 
 #endif /* AHEADFS_RA_BACKING_H */

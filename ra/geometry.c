@@ -176,8 +176,10 @@ int ra_geometry_probe(const char *sysfs_root, dev_t dev, struct ra_geometry *g)
 		strcat(dir, "/..");
 	}
 
-	if (!read_num(&pr, "queue/minimum_io_size", RA_MAX_BYTES_LIMIT, &io_min) ||
-	    !read_num(&pr, "queue/optimal_io_size", RA_MAX_BYTES_LIMIT, &io_opt) ||
+	if (!read_num(&pr, "queue/minimum_io_size", RA_MAX_BYTES_LIMIT,
+		      &io_min) ||
+	    !read_num(&pr, "queue/optimal_io_size", RA_MAX_BYTES_LIMIT,
+		      &io_opt) ||
 	    !read_num(&pr, "md/chunk_size", RA_MAX_BYTES_LIMIT, &chunk) ||
 	    !read_num(&pr, "md/raid_disks", GEOM_MAX_DISKS, &disks))
 		goto garbage;

@@ -901,6 +901,6 @@ void ra_engine_tuning(struct ra_engine *e, struct ra_tuning *out)
 	out->max_bytes = (w & TUNE_MAX_MASK) << RA_PAGE_SHIFT;
 	out->context = (enum ra_context_rule)((w & TUNE_CONTEXT_MASK) >>
 					      TUNE_CONTEXT_SHIFT);
-	out->stream_table = w & TUNE_NO_TABLE ? RA_STREAM_TABLE_OFF
-					      : RA_STREAM_TABLE_ON;
+	out->stream_table =
+		w & TUNE_NO_TABLE ? RA_STREAM_TABLE_OFF : RA_STREAM_TABLE_ON;
 }

@@ -209,7 +209,8 @@ struct ra_state {
 /* A stream's state in the stats (free slots are not listed).  Names:
  * ra_stream_state_name(). */
 enum ra_stream_stats_state {
-	RA_STREAM_STATS_CANDIDATE = 1, /* a read a following read may continue */
+	RA_STREAM_STATS_CANDIDATE =
+		1, /* a read a following read may continue */
 	RA_STREAM_STATS_ACTIVE = 2, /* a stream with a window */
 };
 

@@ -92,9 +92,10 @@ int ra_parse_size(const char *s, uint64_t *out)
 	}
 	/* K, M, G, T: powers of 1024, either case */
 	if (*p && strchr(suffixes, tolower((unsigned char)*p))) {
-		mult = 1ull << (10 * (1 + (strchr(suffixes,
-					   tolower((unsigned char)*p)) -
-				    suffixes)));
+		mult = 1ull
+		       << (10 *
+			   (1 + (strchr(suffixes, tolower((unsigned char)*p)) -
+				 suffixes)));
 		p++;
 	} else if (*p && *p != 'b' && *p != 'B') {
 		return -EINVAL;

@@ -72,7 +72,8 @@ static void usage(FILE *f)
 		"  -f, --full           with --watch: the whole table, with "
 		"rates\n"
 		"  -c, --count K        with --watch: stop after K lines\n"
-		"  -m, --map            draw each file's cached pages as a bar\n"
+		"  -m, --map            draw each file's cached pages as a "
+		"bar\n"
 		"  -j, --json           print the raw JSON values\n"
 		"  -p, --prometheus[=FILE]  the mount's counters in the "
 		"Prometheus text format,\n"
@@ -561,8 +562,8 @@ static const struct {
 	const char *head;
 	int width, prec;
 } wcols[] = {
-	{"hit/s", 9, 0}, {"rdMB/s", 8, 1}, {"bkMB/s", 8, 1}, {"hit%", 6, 1},
-	{"amp", 6, 2},	 {"win/s", 7, 0},  {"act", 5, 0},    {"qdep", 5, 0},
+	{"hit/s", 9, 0},   {"rdMB/s", 8, 1}, {"bkMB/s", 8, 1}, {"hit%", 6, 1},
+	{"amp", 6, 2},	   {"win/s", 7, 0},  {"act", 5, 0},    {"qdep", 5, 0},
 	{"evict/s", 8, 0}, {"thr/s", 7, 0},
 };
 
@@ -729,9 +730,9 @@ static int prometheus_write(FILE *f, const char *mount, const struct json *r)
 
 		if (afs_schema_metric(fd, name, sizeof(name)))
 			continue; /* not a metric */
-		if (!v || (fd->kind == AFS_STAT_DECISIONS
-				   ? v->type != JSON_OBJECT
-				   : v->type != JSON_NUMBER)) {
+		if (!v ||
+		    (fd->kind == AFS_STAT_DECISIONS ? v->type != JSON_OBJECT
+						    : v->type != JSON_NUMBER)) {
 			fprintf(stderr,
 				"aheadfs-stat: %s: no number %s%s%s in the "
 				"stats\n",

@@ -49,7 +49,8 @@ static unsigned int map_batch(struct cache_mapping *m, uint64_t from,
 	return n;
 }
 
-static void put_run(struct afs_jw *o, uint64_t start, uint64_t count, bool first)
+static void put_run(struct afs_jw *o, uint64_t start, uint64_t count,
+		    bool first)
 {
 	afs_jw_str(o, first ? "[" : ", [");
 	afs_jw_u64(o, start);

@@ -18,17 +18,19 @@ const size_t afs_schema_stream_n = LEN(afs_schema_stream);
 const size_t afs_schema_root_n = LEN(afs_schema_root);
 
 const char *const afs_schema_kinds[AFS_SCHEMA_KINDS + 1] = {
-	"initial",	 "oversize",	  "seq_miss",	   "context",
-	"random",	 "async",	  "async_recover", "async_giveup",
-	"stream_seq",	 "stream_ahead", "stream_refill", "stream_behind",
+	"initial",	"oversize",	"seq_miss",	 "context",
+	"random",	"async",	"async_recover", "async_giveup",
+	"stream_seq",	"stream_ahead", "stream_refill", "stream_behind",
 	"stream_async", NULL,
 };
 
 const char *afs_stat_kind_name(enum afs_stat_kind kind)
 {
 	static const char *const names[] = {
-		[AFS_STAT_COUNTER] = "counter", [AFS_STAT_GAUGE] = "gauge",
-		[AFS_STAT_TEXT] = "text",	[AFS_STAT_RATIO] = "ratio",
+		[AFS_STAT_COUNTER] = "counter",
+		[AFS_STAT_GAUGE] = "gauge",
+		[AFS_STAT_TEXT] = "text",
+		[AFS_STAT_RATIO] = "ratio",
 		[AFS_STAT_DECISIONS] = "counters by kind",
 		[AFS_STAT_STREAMS] = "array",
 	};
@@ -38,8 +40,8 @@ const char *afs_stat_kind_name(enum afs_stat_kind kind)
 
 int afs_schema_metric(const struct afs_schema_field *f, char *buf, size_t len)
 {
-	bool total = f->kind == AFS_STAT_COUNTER ||
-		     f->kind == AFS_STAT_DECISIONS;
+	bool total =
+		f->kind == AFS_STAT_COUNTER || f->kind == AFS_STAT_DECISIONS;
 	int n;
 
 	if (f->kind == AFS_STAT_TEXT || f->kind == AFS_STAT_STREAMS)
@@ -50,8 +52,8 @@ int afs_schema_metric(const struct afs_schema_field *f, char *buf, size_t len)
 }
 
 const struct afs_schema_field *
-afs_schema_find(const struct afs_schema_field *table, size_t n,
-		const char *obj, const char *key)
+afs_schema_find(const struct afs_schema_field *table, size_t n, const char *obj,
+		const char *key)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(table[i].obj, obj) && !strcmp(table[i].key, key))
@@ -65,15 +67,17 @@ static void doc_table(FILE *out, const struct afs_schema_field *t, size_t n,
 {
 	char metric[128];
 
-	fprintf(out, metrics ? "| field | kind | Prometheus metric | meaning |\n"
-			       "|-------|------|-------------------|---------|\n"
-			     : "| field | kind | meaning |\n"
-			       "|-------|------|---------|\n");
+	fprintf(out,
+		metrics ? "| field | kind | Prometheus metric | meaning |\n"
+			  "|-------|------|-------------------|---------|\n"
+			: "| field | kind | meaning |\n"
+			  "|-------|------|---------|\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct afs_schema_field *f = &t[i];
 
 		fprintf(out, "| `%s%s%s%s` | %s |", prefix, f->obj,
-			*f->obj ? "." : "", f->key, afs_stat_kind_name(f->kind));
+			*f->obj ? "." : "", f->key,
+			afs_stat_kind_name(f->kind));
 		if (metrics) {
 			if (afs_schema_metric(f, metric, sizeof(metric)))
 				fprintf(out, " |");
@@ -88,8 +92,9 @@ static void doc_table(FILE *out, const struct afs_schema_field *t, size_t n,
 
 int afs_schema_doc(FILE *out)
 {
-	fprintf(out, "The mount's root directory (the Prometheus metrics of "
-		     "`aheadfs-stat --prometheus`\ncarry a `mount` label):\n\n");
+	fprintf(out,
+		"The mount's root directory (the Prometheus metrics of "
+		"`aheadfs-stat --prometheus`\ncarry a `mount` label):\n\n");
 	doc_table(out, afs_schema_root, afs_schema_root_n, "", true);
 	fprintf(out, "\nA regular file:\n\n");
 	doc_table(out, afs_schema_file, afs_schema_file_n, "", false);

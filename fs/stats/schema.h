@@ -39,13 +39,14 @@
 	  "decisions taken on a miss, a reader waiting for the backing")       \
 	X(readahead, async, COUNTER,                                           \
 	  "windows started before any reader needed them")                     \
-	X(readahead, context, COUNTER, "context readahead decisions")         \
+	X(readahead, context, COUNTER, "context readahead decisions")          \
 	X(readahead, random, COUNTER,                                          \
 	  "random decisions: only the pages asked for were read")              \
 	X(readahead, stream, COUNTER,                                          \
 	  "decisions of the per-file stream table")                            \
-	X(readahead, decisions, DECISIONS, "readahead decisions by kind")     \
-	X(readahead, windows, COUNTER, "decisions that opened or moved a window") \
+	X(readahead, decisions, DECISIONS, "readahead decisions by kind")      \
+	X(readahead, windows, COUNTER,                                         \
+	  "decisions that opened or moved a window")                           \
 	X(readahead, sync_pages, COUNTER,                                      \
 	  "pages read for a waiting reader's own request")                     \
 	X(readahead, async_pages, COUNTER, "pages read ahead of the readers")  \
@@ -82,7 +83,8 @@
 	X(cache, thrash, COUNTER,                                              \
 	  "misses on pages read ahead and evicted unused")                     \
 	X(cache, errors, COUNTER, "pages whose backing read failed")           \
-	X(cache, invalidated, COUNTER, "pages dropped because the file changed") \
+	X(cache, invalidated, COUNTER,                                         \
+	  "pages dropped because the file changed")                            \
 	X(cache, to_history, COUNTER, "pages dropped to history entries")      \
 	X(cache, enospc, COUNTER, "insertions refused with the cache full")    \
 	X(backing, io, TEXT, "direct or buffered")                             \
@@ -98,13 +100,13 @@
 
 /* One element of the file's "streams". */
 #define AFS_SCHEMA_STREAM(X)                                                   \
-	X(, state, TEXT, "active or candidate")                          \
-	X(, start, GAUGE, "the window's first page")                     \
-	X(, size, GAUGE, "the window in pages")                          \
-	X(, async_size, GAUGE, "pages before the window's end the mark sits") \
-	X(, cap, GAUGE, "the stream's window cap after thrash feedback") \
-	X(, windows, COUNTER, "windows the stream opened")               \
-	X(, thrash, COUNTER, "thrash events charged to the stream")      \
+	X(, state, TEXT, "active or candidate")                                \
+	X(, start, GAUGE, "the window's first page")                           \
+	X(, size, GAUGE, "the window in pages")                                \
+	X(, async_size, GAUGE, "pages before the window's end the mark sits")  \
+	X(, cap, GAUGE, "the stream's window cap after thrash feedback")       \
+	X(, windows, COUNTER, "windows the stream opened")                     \
+	X(, thrash, COUNTER, "thrash events charged to the stream")            \
 	X(, waste, COUNTER, "wasted pages charged to the stream")
 
 /* user.aheadfs.stats of the mount's root directory. */
@@ -114,7 +116,8 @@
 	X(, started, TEXT, "when the mount started, UTC")                      \
 	X(options, read_mode, TEXT, "kernel or direct")                        \
 	X(options, cache_size, GAUGE, "the cache's memory budget in bytes")    \
-	X(options, ra_max, GAUGE, "the readahead window cap in bytes, 0 automatic") \
+	X(options, ra_max, GAUGE,                                              \
+	  "the readahead window cap in bytes, 0 automatic")                    \
 	X(options, ra_workers, GAUGE, "readahead worker threads")              \
 	X(options, stripe, GAUGE, "the stripe width in bytes, 0 probed")       \
 	X(options, chunk, GAUGE, "the chunk size in bytes, 0 probed")          \
@@ -134,7 +137,8 @@
 	X(cache, main_pages, GAUGE, "pages in the main queue")                 \
 	X(cache, hits, GAUGE, "pages served from the cache, files open now")   \
 	X(cache, misses, GAUGE, "pages reads found absent, files open now")    \
-	X(cache, evictions, COUNTER, "pages evicted to stay within the budget") \
+	X(cache, evictions, COUNTER,                                           \
+	  "pages evicted to stay within the budget")                           \
 	X(cache, waste, COUNTER, "evicted pages read ahead and never used")    \
 	X(cache, thrash, COUNTER,                                              \
 	  "misses on pages read ahead and evicted unused")                     \
@@ -144,11 +148,13 @@
 	X(cache, reclaim_runs, COUNTER, "reclaimer wake-ups")                  \
 	X(cache, mappings, GAUGE, "files with a cache now")                    \
 	X(cache, tree_bytes, GAUGE, "memory of the page trees")                \
-	X(cache, page_overhead_bytes, GAUGE, "descriptor bytes per cached page") \
+	X(cache, page_overhead_bytes, GAUGE,                                   \
+	  "descriptor bytes per cached page")                                  \
 	X(backing, reads, COUNTER, "read calls on the backing")                \
 	X(backing, bytes, COUNTER, "bytes read from the backing")              \
 	X(backing, errors, COUNTER, "failed backing reads")                    \
-	X(backing, opens_direct, COUNTER, "backing files opened with O_DIRECT") \
+	X(backing, opens_direct, COUNTER,                                      \
+	  "backing files opened with O_DIRECT")                                \
 	X(backing, opens_buffered, COUNTER,                                    \
 	  "backing files opened without O_DIRECT")                             \
 	AFS_SCHEMA_RA_COUNTS(X)                                                \
@@ -203,8 +209,8 @@ int afs_schema_metric(const struct afs_schema_field *f, char *buf, size_t len);
  * Context: Pure.  Return: The row, or NULL.
  */
 const struct afs_schema_field *
-afs_schema_find(const struct afs_schema_field *table, size_t n,
-		const char *obj, const char *key);
+afs_schema_find(const struct afs_schema_field *table, size_t n, const char *obj,
+		const char *key);
 
 /**
  * afs_schema_doc() - Write the field reference of docs/stats.md (the lines

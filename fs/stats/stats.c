@@ -31,9 +31,11 @@ struct field_at {
 };
 
 #define AT_FILE(obj, key, kind, help)                                          \
-	{#obj, #key, AFS_STAT_##kind, offsetof(struct afs_stats_file, obj##_##key)},
+	{#obj, #key, AFS_STAT_##kind,                                          \
+	 offsetof(struct afs_stats_file, obj##_##key)},
 #define AT_ROOT(obj, key, kind, help)                                          \
-	{#obj, #key, AFS_STAT_##kind, offsetof(struct afs_stats_root, obj##_##key)},
+	{#obj, #key, AFS_STAT_##kind,                                          \
+	 offsetof(struct afs_stats_root, obj##_##key)},
 #define AT_STREAM(obj, key, kind, help)                                        \
 	{#obj, #key, AFS_STAT_##kind,                                          \
 	 offsetof(struct afs_stats_stream, obj##_##key)},
@@ -157,16 +159,14 @@ static void root_cache(struct afs_stats_root *s, const struct cache_stats *c)
 #define COPY_RA_COUNTS(s, c)                                                   \
 	do {                                                                   \
 		const uint64_t *d_ = (c)->decisions;                           \
-		uint64_t stream_ = d_[RA_KIND_STREAM_SEQ] +                    \
-				   d_[RA_KIND_STREAM_AHEAD] +                  \
-				   d_[RA_KIND_STREAM_REFILL] +                 \
-				   d_[RA_KIND_STREAM_BEHIND];                  \
+		uint64_t stream_ =                                             \
+			d_[RA_KIND_STREAM_SEQ] + d_[RA_KIND_STREAM_AHEAD] +    \
+			d_[RA_KIND_STREAM_REFILL] + d_[RA_KIND_STREAM_BEHIND]; \
                                                                                \
-		(s)->readahead_sync = d_[RA_KIND_INITIAL] +                    \
-				      d_[RA_KIND_OVERSIZE] +                   \
-				      d_[RA_KIND_SEQ_MISS] +                   \
-				      d_[RA_KIND_CONTEXT] +                    \
-				      d_[RA_KIND_RANDOM] + stream_;            \
+		(s)->readahead_sync =                                          \
+			d_[RA_KIND_INITIAL] + d_[RA_KIND_OVERSIZE] +           \
+			d_[RA_KIND_SEQ_MISS] + d_[RA_KIND_CONTEXT] +           \
+			d_[RA_KIND_RANDOM] + stream_;                          \
 		(s)->readahead_async = d_[RA_KIND_ASYNC] +                     \
 				       d_[RA_KIND_ASYNC_RECOVER] +             \
 				       d_[RA_KIND_STREAM_ASYNC];               \
@@ -227,8 +227,8 @@ static void collect_file(const struct afs_xattr_target *t,
 	ra_file_stats(fr.raf, &rs);
 	memset(s, 0, sizeof(*s));
 	s->file_ino = t->shown_ino;
-	s->file_size = t->st && t->st->st_size > 0 ? (uint64_t)t->st->st_size
-						   : 0;
+	s->file_size =
+		t->st && t->st->st_size > 0 ? (uint64_t)t->st->st_size : 0;
 	s->file_pages = afs_stats_pages_of(s->file_size);
 	file_cache(s, &ms);
 	s->backing_io = ra_backing_io_name(rs.backing_io);
@@ -299,7 +299,8 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->readahead_queue_dropped = es.queue_dropped;
 	s->_uncached_reads =
 		__atomic_load_n(&a->uncached_reads, __ATOMIC_RELAXED);
-	s->_revalidations = __atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
+	s->_revalidations =
+		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
 }
 
 ssize_t afs_stats_get(struct afs_ahead *a, const struct afs_xattr_target *t,

@@ -83,8 +83,7 @@ int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 
 ssize_t afs_stats_get_tunable(struct afs_ahead *a,
 			      const struct afs_xattr_target *t,
-			      enum afs_stats_tunable id, char *buf,
-			      size_t size)
+			      enum afs_stats_tunable id, char *buf, size_t size)
 {
 	struct afs_stats_fref fr;
 	struct ra_file_stats rs;

@@ -426,7 +426,8 @@ static void test_split_on_chunks(void **state)
 				       10, 11, 12, 13, 15, 16, 17};
 	static const uint64_t want[][2] = {{2, 2},  {4, 4},  {8, 4},
 					   {12, 2}, {15, 1}, {16, 2}};
-	struct fx *f = fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_AUTO, 4 * PG, 2);
+	struct fx *f =
+		fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_AUTO, 4 * PG, 2);
 	struct pageset *ps = pages_new(idx, 15);
 	struct ra_backing_stats st;
 
@@ -453,7 +454,8 @@ static void test_split_on_chunks(void **state)
 static void test_split_without_pool(void **state)
 {
 	static const uint64_t want[][2] = {{6, 2}, {8, 8}, {16, 1}};
-	struct fx *f = fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_AUTO, 8 * PG, 0);
+	struct fx *f =
+		fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_AUTO, 8 * PG, 0);
 	struct pageset *ps = pages_range(6, 11);
 
 	assert_int_equal(
@@ -613,7 +615,8 @@ static void *waiter_main(void *arg)
  */
 static void test_error_reaches_exactly_its_waiters(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 16 * PG, RA_BACKING_IO_AUTO, 4 * PG, 2);
+	struct fx *f =
+		fx_new(disk_dir(), 16 * PG, RA_BACKING_IO_AUTO, 4 * PG, 2);
 	struct pageset *ps = pages_range(0, 16);
 	struct waiter w[16];
 
@@ -723,7 +726,8 @@ static size_t resident_pages(const char *path, size_t npages)
 /* Buffered mode on the disk leaves no second copy in the page cache. */
 static void test_buffered_drops_page_cache(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_BUFFERED, 0, 0);
+	struct fx *f =
+		fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_BUFFERED, 0, 0);
 	struct pageset *ps = pages_range(0, 32);
 
 	/* make_file() fsynced: the pages are clean and can be dropped. */
@@ -883,7 +887,8 @@ static void test_shutdown_with_read_in_flight(void **state)
 /* A full queue: pieces the pool refuses are read inline, none is lost. */
 static void test_refused_pieces_read_inline(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 64 * PG, RA_BACKING_IO_AUTO, 2 * PG, 0);
+	struct fx *f =
+		fx_new(disk_dir(), 64 * PG, RA_BACKING_IO_AUTO, 2 * PG, 0);
 	struct ra_pool_config pc = {.workers = 1, .queue_depth = 1};
 	struct pageset *ps = pages_range(0, 12);
 	struct ra_backing_stats st;

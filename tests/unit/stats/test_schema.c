@@ -17,7 +17,8 @@
 
 #include "fs/stats/schema.h"
 
-#define BEGIN "<!-- schema:begin (afs_schema_doc(); aheadfs-stat --schema) -->\n"
+#define BEGIN                                                                  \
+	"<!-- schema:begin (afs_schema_doc(); aheadfs-stat --schema) -->\n"
 #define END "<!-- schema:end -->\n"
 
 static char *slurp(const char *path)
@@ -57,7 +58,8 @@ static void test_doc_matches_schema(void **state)
 	*e = '\0';
 	if (strcmp(b, want))
 		fail_msg("docs/stats.md's field reference is not the schema's; "
-			 "replace it with the output of aheadfs-stat --schema:\n%s",
+			 "replace it with the output of aheadfs-stat "
+			 "--schema:\n%s",
 			 want);
 	/* only one reference */
 	assert_null(strstr(e + 1, BEGIN));
@@ -88,7 +90,8 @@ static void check_table(const struct afs_schema_field *t, size_t n,
 		assert_true(strlen(t[i].help) > 0);
 		if (!metrics)
 			continue;
-		if (t[i].kind == AFS_STAT_TEXT || t[i].kind == AFS_STAT_STREAMS) {
+		if (t[i].kind == AFS_STAT_TEXT ||
+		    t[i].kind == AFS_STAT_STREAMS) {
 			assert_int_equal(rc, -ENOENT);
 			continue;
 		}

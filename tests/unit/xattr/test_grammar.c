@@ -72,11 +72,41 @@ static int set_tunable(struct fixture *fx, const char *name, const char *value)
 }
 
 static const char *const sizes[] = {
-	"0",	 "4096",   "8192B", "4K",   "4k",	 "4KB",	  "4KiB", "512k",
-	"1M",	 "1m",	   "4MiB",  "4mib", "4MB",	 "1G",	  "1GiB", "1T",
-	"",	 "K",	   "4Ki",   "4 K",  " 4K",	 "4K ",	  "-4K",  "+4K",
-	"1.5M",	 "0x1000", "4097",  "123",  "1025M",	 "2G",	  "4Q",	  "4MiBB",
-	"18446744073709551616",	    "99999999999999999999999",	  "4194304K",
+	"0",
+	"4096",
+	"8192B",
+	"4K",
+	"4k",
+	"4KB",
+	"4KiB",
+	"512k",
+	"1M",
+	"1m",
+	"4MiB",
+	"4mib",
+	"4MB",
+	"1G",
+	"1GiB",
+	"1T",
+	"",
+	"K",
+	"4Ki",
+	"4 K",
+	" 4K",
+	"4K ",
+	"-4K",
+	"+4K",
+	"1.5M",
+	"0x1000",
+	"4097",
+	"123",
+	"1025M",
+	"2G",
+	"4Q",
+	"4MiBB",
+	"18446744073709551616",
+	"99999999999999999999999",
+	"4194304K",
 };
 
 /* Every size is refused by both or accepted by both, as the same bytes. */
@@ -157,8 +187,7 @@ static void test_defaults_are_zero(void **state)
 	assert_null(ra_name_of(afs_read_mode_names, 2));
 	assert_int_equal(ra_name_parse(afs_read_mode_names, "direct"),
 			 AFS_READ_DIRECT);
-	assert_int_equal(ra_name_parse(ra_backing_io_names, "Direct"),
-			 -EINVAL);
+	assert_int_equal(ra_name_parse(ra_backing_io_names, "Direct"), -EINVAL);
 	assert_int_equal(ra_workers_of(&(struct ra_config){0}),
 			 RA_WORKERS_DEFAULT);
 }

@@ -69,10 +69,10 @@ static int make_file(struct fixture *fx, uint64_t size)
 
 static int setup_size(void **state, uint64_t size)
 {
-	struct afs_ahead_config cfg = {.cache_size = 160u << 20,
-				       .read_mode = AFS_READ_KERNEL,
-				       .ra = {.max_bytes = 1u << 20,
-					      .workers = 2}};
+	struct afs_ahead_config cfg = {
+		.cache_size = 160u << 20,
+		.read_mode = AFS_READ_KERNEL,
+		.ra = {.max_bytes = 1u << 20, .workers = 2}};
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	char err[256];
 
@@ -805,18 +805,18 @@ static void test_advice(void **state)
 	assert_int_equal(set(fx, &fx->file, adv, "", 0), -EINVAL);
 	assert_int_equal(set(fx, &fx->file, adv, "normal\n\n", 0), -EINVAL);
 	assert_int_equal(set(fx, &fx->file, adv, "Normal", 0), -EINVAL);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv,
-					     "normal\0x", 8, 0, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal\0x",
+					     8, 0, 0, OWNER),
 			 -EINVAL);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
-					     6, XATTR_CREATE, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
+					     XATTR_CREATE, 0, OWNER),
 			 -EEXIST);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
-					     6, 0x40, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
+					     0x40, 0, OWNER),
 			 -EINVAL);
 	expect_word(fx, &fx->file, adv, "random");
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
-					     6, XATTR_REPLACE, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
+					     XATTR_REPLACE, 0, OWNER),
 			 0);
 	expect_word(fx, &fx->file, adv, "normal");
 
@@ -923,7 +923,7 @@ static void test_tunable_size_grammar(void **state)
 		uint64_t bytes;
 	} good[] = {
 		{"1MiB", 1u << 20}, {"2mib", 2u << 20}, {"4MB", 4u << 20},
-		{"8192B", 8192},    {"1G", 1u << 30},   {"0", 0},
+		{"8192B", 8192},    {"1G", 1u << 30},	{"0", 0},
 		{"12k\n", 12288},
 	};
 
@@ -1030,9 +1030,9 @@ static void test_names(void **state)
 	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
 					     "user.aheadfs.bogus", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.",
-					     NULL, 0),
-			 -ENODATA);
+	assert_int_equal(
+		afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.", NULL, 0),
+		-ENODATA);
 	/* a too-small buffer */
 	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
 					     "user.aheadfs.stats", buf,
@@ -1133,8 +1133,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tunable_bad_values, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_tunable_size_grammar, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_tunable_size_grammar,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tunable_in_force, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_names, setup, teardown),
