@@ -162,7 +162,8 @@ enum ra_advice {
 /**
  * struct ra_config - Engine parameters; all-zero is the default.
  * @max_bytes:	window cap (-o ra_max=); 0: max(1 MiB, 2 x stripe width)
- *		of each backing device.  A multiple of 4 KiB, at most 1 GiB.
+ *		of each backing device.  A multiple of 4 KiB, at most
+ *		RA_MAX_BYTES_LIMIT.
  * @context:	the context rule (default conservative).
  * @stream_table: the per-inode stream table, on by default.
  * @workers:	worker threads (-o ra_workers=), 1..RA_WORKERS_MAX;
@@ -209,9 +210,10 @@ struct ra_state {
 /* A stream's state in the stats (free slots are not listed).  Names:
  * ra_stream_state_name(). */
 enum ra_stream_stats_state {
-	RA_STREAM_STATS_CANDIDATE =
-		1, /* a read a following read may continue */
-	RA_STREAM_STATS_ACTIVE = 2, /* a stream with a window */
+	/* a read that a following read may continue */
+	RA_STREAM_STATS_CANDIDATE = 1,
+	/* a stream with a window */
+	RA_STREAM_STATS_ACTIVE = 2,
 };
 
 /* One stream of a file, for the stats. */

@@ -917,7 +917,8 @@ int main(int argc, char **argv)
 		}
 		fflush(stdout);
 		last = t;
-		sleep_s(o.watch);
+		if (!o.count || n + 1 < o.count)
+			sleep_s(o.watch);
 	}
 	for (int i = 0; i < npaths; i++) {
 		sample_clear(&prev[i]);

@@ -251,23 +251,27 @@ static void collect_file(const struct afs_xattr_target *t,
 static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 			 char *started, size_t started_len)
 {
-	const struct afs_ahead_config *cfg = &a->cfg;
+	const struct afs_ahead_config *cfg;
+	struct afs_stats_aref ar;
 	struct cache_stats cs;
 	struct ra_engine_stats es;
 	struct ra_tuning tune;
 	struct timespec now;
 	struct tm tm;
-	time_t wall = a->started_wall;
+	time_t wall;
 
-	cache_stats(a->cache, &cs);
-	ra_engine_stats(a->ra, &es);
-	ra_engine_tuning(a->ra, &tune);
+	afs_stats_aref(a, &ar);
+	cfg = ar.cfg;
+	wall = ar.started_wall;
+	cache_stats(ar.cache, &cs);
+	ra_engine_stats(ar.ra, &es);
+	ra_engine_tuning(ar.ra, &tune);
 	memset(s, 0, sizeof(*s));
 	s->_version = AHEADFS_VERSION;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	s->_uptime_s = now.tv_sec > a->started.tv_sec
-			       ? (uint64_t)(now.tv_sec - a->started.tv_sec) -
-					 (now.tv_nsec < a->started.tv_nsec)
+	s->_uptime_s = now.tv_sec > ar.started.tv_sec
+			       ? (uint64_t)(now.tv_sec - ar.started.tv_sec) -
+					 (now.tv_nsec < ar.started.tv_nsec)
 			       : 0;
 	if (!gmtime_r(&wall, &tm) ||
 	    !strftime(started, started_len, "%Y-%m-%dT%H:%M:%SZ", &tm))
@@ -297,10 +301,8 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->readahead_queue_depth = es.queue_depth_now;
 	s->readahead_workers_busy = es.workers_busy;
 	s->readahead_queue_dropped = es.queue_dropped;
-	s->_uncached_reads =
-		__atomic_load_n(&a->uncached_reads, __ATOMIC_RELAXED);
-	s->_revalidations =
-		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
+	s->_uncached_reads = ar.uncached_reads;
+	s->_revalidations = ar.revalidations;
 }
 
 ssize_t afs_stats_get(struct afs_ahead *a, const struct afs_xattr_target *t,

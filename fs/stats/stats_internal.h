@@ -1,7 +1,8 @@
 /* stats_internal.h - what the parts of fs/stats share, private to it:
  *   xattr.c   the names, which file each exists on, the entry points, the
- *             size answer, and the one function that reads a file's
- *             data-path state (afs_stats_fref())
+ *             size answer, and the two functions that read the data
+ *             path's state: afs_stats_fref() a file's, afs_stats_aref()
+ *             the mount's
  *   stats.c   user.aheadfs.stats: snapshots generated from the schema
  *             (schema.h), collected from each module's stats, rendered
  *   map.c     user.aheadfs.map
@@ -15,6 +16,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "fs/stats/schema.h"
 #include "fs/stats/xattr.h"
@@ -35,6 +37,22 @@ struct afs_stats_fref {
 /** afs_stats_fref() - @t's file state (@t a regular file).  Context: any. */
 void afs_stats_fref(const struct afs_xattr_target *t,
 		    struct afs_stats_fref *out);
+
+/*
+ * What fs/stats uses of the mount's data-path state, filled by
+ * afs_stats_aref(), the one place that reads struct afs_ahead.
+ */
+struct afs_stats_aref {
+	struct cache *cache;
+	struct ra_engine *ra;
+	const struct afs_ahead_config *cfg; /* in force */
+	struct timespec started; /* CLOCK_MONOTONIC */
+	time_t started_wall;
+	uint64_t uncached_reads, revalidations;
+};
+
+/** afs_stats_aref() - @a's state.  Context: any. */
+void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out);
 
 /* The snapshots of the values, one member per schema row (OBJ_KEY). */
 #define AFS_STATS_MEMBER(obj, key, kind, help)                                 \

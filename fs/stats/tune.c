@@ -44,6 +44,7 @@ int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 			  size_t size)
 {
 	struct afs_stats_fref fr;
+	struct afs_stats_aref ar;
 	struct ra_tuning tune = {0};
 	char w[VALUE_WORD_MAX];
 	enum ra_advice advice;
@@ -78,7 +79,8 @@ int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 	default:
 		return -ENOTSUP;
 	}
-	return ra_engine_tune(a->ra, &tune, what);
+	afs_stats_aref(a, &ar);
+	return ra_engine_tune(ar.ra, &tune, what);
 }
 
 ssize_t afs_stats_get_tunable(struct afs_ahead *a,
@@ -86,12 +88,14 @@ ssize_t afs_stats_get_tunable(struct afs_ahead *a,
 			      enum afs_stats_tunable id, char *buf, size_t size)
 {
 	struct afs_stats_fref fr;
+	struct afs_stats_aref ar;
 	struct ra_file_stats rs;
 	struct ra_tuning tune;
 	const char *w;
 	char tmp[24];
 
-	ra_engine_tuning(a->ra, &tune);
+	afs_stats_aref(a, &ar);
+	ra_engine_tuning(ar.ra, &tune);
 	switch (id) {
 	case AFS_TUNE_ADVICE:
 		afs_stats_fref(t, &fr);

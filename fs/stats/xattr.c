@@ -2,6 +2,10 @@
  * the entry points, the size answer, and the one function that reads a
  * file's data-path state (see xattr.h and docs/stats.md).
  *
+ * The data path's objects (struct afs_ahead, struct afs_fcache) are read
+ * in afs_stats_aref() and afs_stats_fref() only: the rest of fs/stats sees
+ * their handles (cache, ra engine, mapping, ra_file) and counters.
+ *
  * Every value is rendered on demand from the live counters, twice per
  * getfattr (size query, then data): the size query renders into nothing
  * (a JSON writer with no buffer counts the bytes), the data call renders
@@ -55,6 +59,20 @@ void afs_stats_fref(const struct afs_xattr_target *t,
 		__atomic_load_n(&fc->uncached_reads, __ATOMIC_RELAXED);
 	out->revalidations =
 		__atomic_load_n(&fc->revalidations, __ATOMIC_RELAXED);
+}
+
+/* The one reader of struct afs_ahead in fs/stats. */
+void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
+{
+	out->cache = a->cache;
+	out->ra = a->ra;
+	out->cfg = &a->cfg;
+	out->started = a->started;
+	out->started_wall = a->started_wall;
+	out->uncached_reads =
+		__atomic_load_n(&a->uncached_reads, __ATOMIC_RELAXED);
+	out->revalidations =
+		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
 }
 
 ssize_t afs_stats_size_answer(size_t len)
