@@ -724,40 +724,6 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 /* ---------------------------------------------------------------------- */
 /* Advice and stats                                                        */
 
-static const char *const advice_names[] = {
-	[RA_ADVICE_NORMAL] = "normal",
-	[RA_ADVICE_SEQUENTIAL] = "sequential",
-	[RA_ADVICE_RANDOM] = "random",
-	[RA_ADVICE_WILLNEED] = "willneed",
-	[RA_ADVICE_DONTNEED] = "dontneed",
-};
-
-const char *ra_advice_name(enum ra_advice advice)
-{
-	if ((unsigned int)advice > RA_ADVICE_DONTNEED)
-		return NULL;
-	return advice_names[advice];
-}
-
-int ra_advice_parse(const char *s, enum ra_advice *out)
-{
-	size_t n;
-
-	if (!s)
-		return -EINVAL;
-	n = strlen(s);
-	if (n && s[n - 1] == '\n')
-		n--;
-	for (unsigned int i = 0; i <= RA_ADVICE_DONTNEED; i++) {
-		if (strlen(advice_names[i]) == n &&
-		    !strncmp(s, advice_names[i], n)) {
-			*out = i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* WILLNEED: read [first, last] ahead, in windows of the cap. */
 static void willneed(struct ra_file *f, uint64_t first, uint64_t last)
 {

@@ -1,6 +1,6 @@
 /* settings.c - the engine's settings vocabulary: the name tables of its
- * enums, the one name parser and the one size parser (see ra.h,
- * "Settings").  Pure functions over constant tables: any thread.
+ * enums (the per-file advice's too), the one name parser and the one size
+ * parser (see ra.h, "Settings").  Pure functions over constant tables: any thread.
  */
 #include "ra/ra.h"
 
@@ -28,6 +28,15 @@ const char *const ra_backing_io_names[] = {
 	NULL,
 };
 
+static const char *const advice_names[] = {
+	[RA_ADVICE_NORMAL] = "normal",
+	[RA_ADVICE_SEQUENTIAL] = "sequential",
+	[RA_ADVICE_RANDOM] = "random",
+	[RA_ADVICE_WILLNEED] = "willneed",
+	[RA_ADVICE_DONTNEED] = "dontneed",
+	NULL,
+};
+
 static const char *const stream_state_names[] = {
 	"", /* free slots are not listed */
 	[RA_STREAM_STATS_CANDIDATE] = "candidate",
@@ -51,6 +60,33 @@ const char *ra_name_of(const char *const *names, unsigned int v)
 		if (i == v)
 			return names[i];
 	return NULL;
+}
+
+const char *ra_advice_name(enum ra_advice advice)
+{
+	return ra_name_of(advice_names, (unsigned int)advice);
+}
+
+int ra_advice_parse(const char *s, enum ra_advice *out)
+{
+	char w[16];
+	size_t n;
+	int i;
+
+	if (!s)
+		return -EINVAL;
+	n = strlen(s);
+	if (n && s[n - 1] == '\n')
+		n--;
+	if (n >= sizeof(w))
+		return -EINVAL;
+	memcpy(w, s, n);
+	w[n] = '\0';
+	i = ra_name_parse(advice_names, w);
+	if (i < 0)
+		return i;
+	*out = (enum ra_advice)i;
+	return 0;
 }
 
 const char *ra_stream_state_name(enum ra_stream_stats_state state)
