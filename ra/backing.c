@@ -56,8 +56,8 @@
 #endif
 
 struct ra_backing {
-	int fd; /* read-only, O_DIRECT in RA_BACKING_DIRECT mode */
-	enum ra_backing_mode mode; /* in force */
+	int fd; /* read-only, O_DIRECT in RA_BACKING_IO_DIRECT mode */
+	enum ra_backing_io mode; /* in force */
 	uint64_t chunk_pages; /* split pieces on this; 0: no split */
 	const struct ra_page_ops *ops;
 	ra_preadv_fn hook;
@@ -137,7 +137,7 @@ static void complete_ok(struct ra_backing *b, struct cache_page **pages,
 
 static void drop_from_page_cache(struct ra_backing *b, off_t off, size_t len)
 {
-	if (b->mode == RA_BACKING_BUFFERED && len)
+	if (b->mode == RA_BACKING_IO_BUFFERED && len)
 		posix_fadvise(b->fd, off, (off_t)len, POSIX_FADV_DONTNEED);
 }
 
@@ -409,8 +409,9 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 	if (fd < 0 || !cfg || !out || !cfg->ops || !cfg->ops->index ||
 	    !cfg->ops->data || !cfg->ops->complete ||
 	    cfg->chunk % RA_IO_PAGE_SIZE ||
-	    (cfg->mode != RA_BACKING_AUTO && cfg->mode != RA_BACKING_DIRECT &&
-	     cfg->mode != RA_BACKING_BUFFERED))
+	    (cfg->mode != RA_BACKING_IO_AUTO &&
+	     cfg->mode != RA_BACKING_IO_DIRECT &&
+	     cfg->mode != RA_BACKING_IO_BUFFERED))
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -421,7 +422,7 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 	b->chunk_pages = cfg->chunk >> RA_IO_PAGE_SHIFT;
 	b->refs = 1;
 
-	if (cfg->mode != RA_BACKING_BUFFERED) {
+	if (cfg->mode != RA_BACKING_IO_BUFFERED) {
 		nfd = reopen(fd, O_DIRECT);
 		if (nfd >= 0) {
 			rc = probe_direct(b, nfd);
@@ -431,8 +432,9 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 			}
 		}
 		if (nfd >= 0) {
-			b->mode = RA_BACKING_DIRECT;
-		} else if (cfg->mode == RA_BACKING_DIRECT || nfd == -ENOMEM) {
+			b->mode = RA_BACKING_IO_DIRECT;
+		} else if (cfg->mode == RA_BACKING_IO_DIRECT ||
+			   nfd == -ENOMEM) {
 			rc = nfd;
 			goto out_free;
 		}
@@ -449,13 +451,13 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 			rc = nfd;
 			goto out_free;
 		}
-		b->mode = RA_BACKING_BUFFERED;
+		b->mode = RA_BACKING_IO_BUFFERED;
 		/* Our windows are the readahead: none from the kernel. */
 		posix_fadvise(nfd, 0, 0, POSIX_FADV_RANDOM);
 	}
 	b->fd = nfd;
 	b->totals = cfg->totals;
-	if (b->totals && b->mode == RA_BACKING_DIRECT)
+	if (b->totals && b->mode == RA_BACKING_IO_DIRECT)
 		__atomic_fetch_add(&b->totals->opens_direct, 1,
 				   __ATOMIC_RELAXED);
 	else if (b->totals)
@@ -482,7 +484,7 @@ void ra_backing_put(struct ra_backing *b)
 	free(b);
 }
 
-enum ra_backing_mode ra_backing_mode(const struct ra_backing *b)
+enum ra_backing_io ra_backing_mode(const struct ra_backing *b)
 {
 	return b->mode;
 }
@@ -512,17 +514,4 @@ void ra_io_totals_read(const struct ra_io_totals *t, struct ra_io_totals *out)
 	out->pages_failed = LOAD(t->pages_failed);
 	out->opens_direct = LOAD(t->opens_direct);
 	out->opens_buffered = LOAD(t->opens_buffered);
-}
-
-const char *ra_backing_mode_name(enum ra_backing_mode m)
-{
-	switch (m) {
-	case RA_BACKING_AUTO:
-		return "auto";
-	case RA_BACKING_DIRECT:
-		return "direct";
-	case RA_BACKING_BUFFERED:
-		return "buffered";
-	}
-	return "unknown";
 }

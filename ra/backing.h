@@ -43,6 +43,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "ra/ra.h"
 #include "worker.h"
 
 struct cache_page;
@@ -69,18 +70,12 @@ struct ra_page_ops {
 		.complete = cache_page_complete,                               \
 	}
 
-enum ra_backing_mode {
-	RA_BACKING_AUTO = 0, /* request: O_DIRECT if the probe read works */
-	RA_BACKING_DIRECT, /* request: O_DIRECT or fail; in force: O_DIRECT */
-	RA_BACKING_BUFFERED, /* request/in force: buffered, FADV_RANDOM+DONTNEED */
-};
-
 /* Test hook: called instead of preadv(2); returns bytes or -errno. */
 typedef ssize_t (*ra_preadv_fn)(void *ctx, int fd, const struct iovec *iov,
 				int iovcnt, off_t offset);
 
 struct ra_backing_config {
-	enum ra_backing_mode mode; /* what is asked for */
+	enum ra_backing_io mode; /* what is asked for */
 	uint64_t chunk; /* split runs on this many bytes (stripe chunk);
 			   0: no split (runs still split at IOV_MAX pages) */
 	const struct ra_page_ops *ops; /* required; kept: must outlive b */
@@ -97,7 +92,7 @@ struct ra_backing_stats {
 	uint64_t pages_eof; /* of those, pages wholly past EOF (zeros) */
 	uint64_t errors; /* failed preadv calls */
 	uint64_t pages_failed; /* pages completed with an error */
-	enum ra_backing_mode mode; /* in force: DIRECT or BUFFERED */
+	enum ra_backing_io mode; /* in force: DIRECT or BUFFERED */
 };
 
 /* Engine-wide sums over every backing opened with it (they outlive the
@@ -118,7 +113,7 @@ struct ra_backing; /* opaque, reference counted */
  *	reopens it read-only through /proc/self/fd (dup() if /proc is missing,
  *	then buffered mode only, since flags live in the shared open file).
  *
- * RA_BACKING_AUTO opens with O_DIRECT and does one aligned 4 KiB read at
+ * RA_BACKING_IO_AUTO opens with O_DIRECT and does one aligned 4 KiB read at
  * offset 0; if the open or that read is refused (EINVAL: tmpfs before 6.6,
  * some FUSE and network filesystems) it falls back to buffered.  Buffered
  * mode sets POSIX_FADV_RANDOM on its own fd (no second readahead under ours)
@@ -127,7 +122,7 @@ struct ra_backing; /* opaque, reference counted */
  * Context: Opens a file and may do one read; sleeps.
  * Return: 0 and *@out with one reference, -EINVAL (bad config: no ops, a
  * chunk not a multiple of RA_IO_PAGE_SIZE, an unknown mode), -ENOMEM, or
- * the open's -errno (RA_BACKING_DIRECT refused: -EINVAL).
+ * the open's -errno (RA_BACKING_IO_DIRECT refused: -EINVAL).
  */
 int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 		    struct ra_backing **out);
@@ -142,8 +137,9 @@ void ra_backing_get(struct ra_backing *b);
  */
 void ra_backing_put(struct ra_backing *b);
 
-/** ra_backing_mode() - The mode in force: RA_BACKING_DIRECT or _BUFFERED. */
-enum ra_backing_mode ra_backing_mode(const struct ra_backing *b);
+/** ra_backing_mode() - The mode in force: RA_BACKING_IO_DIRECT or _BUFFERED
+ * (enum ra_backing_io of ra.h). */
+enum ra_backing_io ra_backing_mode(const struct ra_backing *b);
 
 /**
  * ra_backing_read() - Read @nr LOCKED pages and complete each of them.
@@ -197,8 +193,5 @@ void ra_backing_stats(const struct ra_backing *b, struct ra_backing_stats *st);
  * Context: Any thread.
  */
 void ra_io_totals_read(const struct ra_io_totals *t, struct ra_io_totals *out);
-
-/** ra_backing_mode_name() - "auto", "direct", "buffered". */
-const char *ra_backing_mode_name(enum ra_backing_mode m);
 
 #endif /* AHEADFS_RA_BACKING_H */

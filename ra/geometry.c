@@ -1,4 +1,4 @@
-/* geometry.c - stripe geometry from sysfs, option overrides, size parsing.
+/* geometry.c - stripe geometry from sysfs and option overrides.
  *
  * Why it matters: a RAID0 of N disks reads at N times one disk's speed only
  * when N chunk-sized I/Os are in flight at once.  backing.c splits runs on
@@ -14,6 +14,8 @@
  */
 #include "geometry.h"
 
+#include "ra/ra.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +29,8 @@
 
 #define GEOM_PAGE 4096u
 #define GEOM_MAX_DISKS 4096u
-/* Largest chunk or stripe believed (1 GiB): beyond that a value is garbage. */
-#define GEOM_MAX_BYTES (1ull << 30)
+/* The largest chunk or stripe believed is RA_MAX_BYTES_LIMIT: beyond that
+ * a value is garbage. */
 /* io_min below this is a sector or page size, not a RAID chunk. */
 #define GEOM_MIN_IO_MIN_CHUNK (16u * 1024)
 
@@ -174,9 +176,11 @@ int ra_geometry_probe(const char *sysfs_root, dev_t dev, struct ra_geometry *g)
 		strcat(dir, "/..");
 	}
 
-	if (!read_num(&pr, "queue/minimum_io_size", GEOM_MAX_BYTES, &io_min) ||
-	    !read_num(&pr, "queue/optimal_io_size", GEOM_MAX_BYTES, &io_opt) ||
-	    !read_num(&pr, "md/chunk_size", GEOM_MAX_BYTES, &chunk) ||
+	if (!read_num(&pr, "queue/minimum_io_size", RA_MAX_BYTES_LIMIT,
+		      &io_min) ||
+	    !read_num(&pr, "queue/optimal_io_size", RA_MAX_BYTES_LIMIT,
+		      &io_opt) ||
+	    !read_num(&pr, "md/chunk_size", RA_MAX_BYTES_LIMIT, &chunk) ||
 	    !read_num(&pr, "md/raid_disks", GEOM_MAX_DISKS, &disks))
 		goto garbage;
 	read_text(dir, "md/level", level, sizeof(level));
@@ -238,12 +242,12 @@ int ra_geometry_override(struct ra_geometry *g, uint64_t stripe, uint64_t chunk)
 		return 0;
 	n = *g;
 	if (stripe % GEOM_PAGE || chunk % GEOM_PAGE ||
-	    stripe > GEOM_MAX_BYTES || chunk > GEOM_MAX_BYTES)
+	    stripe > RA_MAX_BYTES_LIMIT || chunk > RA_MAX_BYTES_LIMIT)
 		return -EINVAL;
 	if (chunk && !stripe) {
 		/* Keep the probed number of data disks if any. */
 		stripe = chunk * (n.data_disks ?: 1);
-		if (stripe > GEOM_MAX_BYTES)
+		if (stripe > RA_MAX_BYTES_LIMIT)
 			return -EINVAL;
 	} else if (stripe && !chunk) {
 		chunk = n.chunk && n.chunk <= stripe && stripe % n.chunk == 0
@@ -259,67 +263,6 @@ int ra_geometry_override(struct ra_geometry *g, uint64_t stripe, uint64_t chunk)
 	n.why[0] = '\0';
 	n.max_window = default_window(stripe);
 	*g = n;
-	return 0;
-}
-
-int ra_parse_size(const char *s, uint64_t *out)
-{
-	uint64_t v = 0, mult = 1;
-	const char *p = s;
-
-	if (!s || !out)
-		return -EINVAL;
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL; /* empty, sign, space */
-	for (; isdigit((unsigned char)*p); p++) {
-		unsigned int d = (unsigned int)(*p - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	switch (*p) {
-	case '\0':
-		break;
-	case 'k':
-	case 'K':
-		mult = 1ull << 10;
-		p++;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1ull << 20;
-		p++;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1ull << 30;
-		p++;
-		break;
-	case 't':
-	case 'T':
-		mult = 1ull << 40;
-		p++;
-		break;
-	case 'b':
-	case 'B':
-		break;
-	default:
-		return -EINVAL;
-	}
-	/* Optional unit: "B" after a plain number, "B" or "iB" after K/M/G/T. */
-	if (mult > 1 && *p == 'i') {
-		p++;
-		if (*p != 'B' && *p != 'b')
-			return -EINVAL;
-	}
-	if (*p == 'B' || *p == 'b')
-		p++;
-	if (*p)
-		return -EINVAL;
-	if (v > UINT64_MAX / mult)
-		return -ERANGE;
-	*out = v * mult;
 	return 0;
 }
 

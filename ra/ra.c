@@ -42,9 +42,6 @@
 #include "worker.h"
 
 #define RA_PAGE_SHIFT CACHE_PAGE_SHIFT
-#define RA_MAX_BYTES_LIMIT (UINT64_C(1) << 30)
-#define RA_DEFAULT_WORKERS 4
-#define RA_DEFAULT_QUEUE_DEPTH 1024
 /* Devices whose geometry an engine remembers (one probe per device). */
 #define RA_GEOM_CACHE 16
 
@@ -116,7 +113,7 @@ static void counters_read(const struct ra_counts *c, struct ra_counts *out)
  * The tunables ra_engine_tune() may change, packed in one word so that a
  * decision reads them together with one atomic load: bits 0-31 the window
  * cap in pages (0: automatic), bits 32-33 the context rule, bit 34 set
- * when the stream table is off.
+ * when the stream table is off (RA_STREAM_TABLE_OFF).
  */
 #define TUNE_MAX_MASK UINT64_C(0xffffffff)
 #define TUNE_CONTEXT_SHIFT 32
@@ -124,11 +121,11 @@ static void counters_read(const struct ra_counts *c, struct ra_counts *out)
 #define TUNE_NO_TABLE (UINT64_C(1) << 34)
 
 static uint64_t tune_word(uint64_t max_bytes, enum ra_context_rule context,
-			  bool no_stream_table)
+			  enum ra_stream_table_mode stream_table)
 {
 	return (max_bytes >> RA_PAGE_SHIFT) |
 	       ((uint64_t)context << TUNE_CONTEXT_SHIFT) |
-	       (no_stream_table ? TUNE_NO_TABLE : 0);
+	       (stream_table == RA_STREAM_TABLE_OFF ? TUNE_NO_TABLE : 0);
 }
 
 /* @f's window cap before advice under tune word @w. */
@@ -188,9 +185,11 @@ static int config_check(const struct ra_config *cfg)
 	    cfg->auto_floor_bytes > RA_MAX_BYTES_LIMIT)
 		return -EINVAL;
 	if ((unsigned int)cfg->context > RA_CONTEXT_OFF ||
+	    (unsigned int)cfg->stream_table > RA_STREAM_TABLE_OFF ||
 	    (unsigned int)cfg->backing_io > RA_BACKING_IO_BUFFERED)
 		return -EINVAL;
-	if (cfg->workers > 64 || cfg->queue_depth > 65536)
+	if (cfg->workers > RA_WORKERS_MAX ||
+	    cfg->queue_depth > RA_QUEUE_DEPTH_MAX)
 		return -EINVAL;
 	if (cfg->stripe_bytes || cfg->chunk_bytes) {
 		/* The overrides must make sense on their own. */
@@ -218,11 +217,10 @@ int ra_engine_create(const struct ra_config *cfg, struct cache *cache,
 		return -ENOMEM;
 	e->cfg = *cfg;
 	e->cfg.sysfs_root = NULL; /* not kept: probed per device below */
-	e->tune = tune_word(cfg->max_bytes, cfg->context, cfg->no_stream_table);
-	if (!e->cfg.workers)
-		e->cfg.workers = RA_DEFAULT_WORKERS;
+	e->tune = tune_word(cfg->max_bytes, cfg->context, cfg->stream_table);
+	e->cfg.workers = ra_workers_of(cfg);
 	if (!e->cfg.queue_depth)
-		e->cfg.queue_depth = RA_DEFAULT_QUEUE_DEPTH;
+		e->cfg.queue_depth = RA_QUEUE_DEPTH_DEFAULT;
 	e->cache = cache;
 	rc = -pthread_mutex_init(&e->geom_lock, NULL);
 	if (rc)
@@ -333,11 +331,6 @@ void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st)
 int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
 		 dev_t dev, const uint64_t *size, struct ra_file **out)
 {
-	static const enum ra_backing_mode modes[] = {
-		[RA_BACKING_IO_AUTO] = RA_BACKING_AUTO,
-		[RA_BACKING_IO_DIRECT] = RA_BACKING_DIRECT,
-		[RA_BACKING_IO_BUFFERED] = RA_BACKING_BUFFERED,
-	};
 	struct ra_backing_config bc = {0};
 	struct cache_mapping_stats ms;
 	struct ra_file *f;
@@ -360,7 +353,7 @@ int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
 	if (rc)
 		goto out_free;
 
-	bc.mode = modes[e->cfg.backing_io];
+	bc.mode = e->cfg.backing_io;
 	/* Split only on a chunk the backing can take (whole pages). */
 	if (f->geom.chunk % CACHE_PAGE_SIZE == 0)
 		bc.chunk = f->geom.chunk;
@@ -658,40 +651,6 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 /* ---------------------------------------------------------------------- */
 /* Advice and stats                                                        */
 
-static const char *const advice_names[] = {
-	[RA_ADVICE_NORMAL] = "normal",
-	[RA_ADVICE_SEQUENTIAL] = "sequential",
-	[RA_ADVICE_RANDOM] = "random",
-	[RA_ADVICE_WILLNEED] = "willneed",
-	[RA_ADVICE_DONTNEED] = "dontneed",
-};
-
-const char *ra_advice_name(enum ra_advice advice)
-{
-	if ((unsigned int)advice > RA_ADVICE_DONTNEED)
-		return NULL;
-	return advice_names[advice];
-}
-
-int ra_advice_parse(const char *s, enum ra_advice *out)
-{
-	size_t n;
-
-	if (!s)
-		return -EINVAL;
-	n = strlen(s);
-	if (n && s[n - 1] == '\n')
-		n--;
-	for (unsigned int i = 0; i <= RA_ADVICE_DONTNEED; i++) {
-		if (strlen(advice_names[i]) == n &&
-		    !strncmp(s, advice_names[i], n)) {
-			*out = i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* WILLNEED: read [first, last] ahead, in windows of the cap. */
 static void willneed(struct ra_file *f, uint64_t first, uint64_t last)
 {
@@ -759,8 +718,7 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 	counters_read(&f->c, &st->c);
 	st->stripe_pages = f->geom.stripe >> RA_PAGE_SHIFT;
 	ra_backing_stats(f->b, &bs);
-	st->backing_io = bs.mode == RA_BACKING_DIRECT ? RA_BACKING_IO_DIRECT
-						      : RA_BACKING_IO_BUFFERED;
+	st->backing_io = bs.mode;
 	st->backing_reads = bs.reads;
 	st->backing_bytes = bs.bytes;
 
@@ -775,7 +733,9 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 
 		if (s->state == RA_STREAM_FREE)
 			continue;
-		o->state = s->state;
+		o->state = s->state == RA_STREAM_ACTIVE
+				   ? RA_STREAM_STATS_ACTIVE
+				   : RA_STREAM_STATS_CANDIDATE;
 		o->start = s->state == RA_STREAM_ACTIVE ? s->start : s->next;
 		o->size = s->size;
 		o->async_size = s->async_size;
@@ -805,6 +765,9 @@ int ra_engine_tune(struct ra_engine *e, const struct ra_tuning *t,
 		return -EINVAL;
 	if (what & RA_TUNE_CONTEXT && (unsigned int)t->context > RA_CONTEXT_OFF)
 		return -EINVAL;
+	if (what & RA_TUNE_STREAM_TABLE &&
+	    (unsigned int)t->stream_table > RA_STREAM_TABLE_OFF)
+		return -EINVAL;
 	/* Each call changes only its own fields, whatever runs at once. */
 	old = __atomic_load_n(&e->tune, __ATOMIC_RELAXED);
 	do {
@@ -816,8 +779,9 @@ int ra_engine_tune(struct ra_engine *e, const struct ra_tuning *t,
 			w = (w & ~TUNE_CONTEXT_MASK) |
 			    ((uint64_t)t->context << TUNE_CONTEXT_SHIFT);
 		if (what & RA_TUNE_STREAM_TABLE)
-			w = t->stream_table ? w & ~TUNE_NO_TABLE
-					    : w | TUNE_NO_TABLE;
+			w = t->stream_table == RA_STREAM_TABLE_OFF
+				    ? w | TUNE_NO_TABLE
+				    : w & ~TUNE_NO_TABLE;
 	} while (!__atomic_compare_exchange_n(
 		&e->tune, &old, w, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	return 0;
@@ -830,5 +794,6 @@ void ra_engine_tuning(struct ra_engine *e, struct ra_tuning *out)
 	out->max_bytes = (w & TUNE_MAX_MASK) << RA_PAGE_SHIFT;
 	out->context = (enum ra_context_rule)((w & TUNE_CONTEXT_MASK) >>
 					      TUNE_CONTEXT_SHIFT);
-	out->stream_table = !(w & TUNE_NO_TABLE);
+	out->stream_table =
+		w & TUNE_NO_TABLE ? RA_STREAM_TABLE_OFF : RA_STREAM_TABLE_ON;
 }

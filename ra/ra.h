@@ -53,8 +53,21 @@ struct cache_mapping;
 struct ra_engine;
 struct ra_file;
 
+/* ---------------------------------------------------------------------- */
+/* Settings: one enum, one name table and one parser each                 */
+
+/*
+ * Every setting of the engine has its enum here, whose 0 is the default
+ * (so that an all-zero struct ra_config is the default configuration), and
+ * a name table indexed by it: the words the option parser (-o NAME=WORD),
+ * the run-time tunables (user.aheadfs.NAME) and the stats use alike.  Name
+ * tables are NULL-terminated; ra_name_parse() and ra_name_of() read any of
+ * them (fs/data's afs_read_mode_names too).
+ */
+
 /* The context rule for a sync miss that is neither at page 0, oversize nor
- * sequential for its handle (docs/design.md ("The window"), sync rule 2). */
+ * sequential for its handle (docs/design.md, Readahead, sync rule 2).
+ * Names: ra_context_names ("on", "loose", "off"). */
 enum ra_context_rule {
 	RA_CONTEXT_CONSERVATIVE = 0, /* default: contig > req, size =
 				      * min(contig + req, max), async 1 */
@@ -62,6 +75,60 @@ enum ra_context_rule {
 			   * init_size(contig + req), async = size */
 	RA_CONTEXT_OFF, /* no context readahead: such a miss is random */
 };
+
+/* The per-inode stream table (cooperative readers sharing one stream).
+ * Names: ra_stream_table_names ("on", "off"). */
+enum ra_stream_table_mode {
+	RA_STREAM_TABLE_ON = 0, /* default */
+	RA_STREAM_TABLE_OFF, /* the per-handle rules alone */
+};
+
+/* How the backing file is read: asked for in ra_config, in force in the
+ * stats (DIRECT or BUFFERED there).  Names: ra_backing_io_names ("auto",
+ * "direct", "buffered"). */
+enum ra_backing_io {
+	RA_BACKING_IO_AUTO = 0, /* O_DIRECT if the backing allows it */
+	RA_BACKING_IO_DIRECT, /* O_DIRECT or fail the open */
+	RA_BACKING_IO_BUFFERED, /* buffered, kernel readahead off, DONTNEED */
+};
+
+extern const char *const ra_context_names[];
+extern const char *const ra_stream_table_names[];
+extern const char *const ra_backing_io_names[];
+
+/* Limits and defaults of struct ra_config (and of the options and
+ * tunables that set it). */
+#define RA_MAX_BYTES_LIMIT (UINT64_C(1) << 30) /* window, stripe, chunk */
+#define RA_WORKERS_DEFAULT 4
+#define RA_WORKERS_MAX 64
+#define RA_QUEUE_DEPTH_DEFAULT 1024
+#define RA_QUEUE_DEPTH_MAX 65536
+
+/**
+ * ra_name_parse() - The index of @s in the NULL-terminated @names.
+ * Context: Pure.
+ * Return: The index (the enum value), or -EINVAL.
+ */
+int ra_name_parse(const char *const *names, const char *s);
+
+/**
+ * ra_name_of() - Entry @v of the NULL-terminated @names.
+ * Context: Pure.
+ * Return: The name, or NULL for a value past the table.
+ */
+const char *ra_name_of(const char *const *names, unsigned int v);
+
+/**
+ * ra_parse_size() - Parse a byte count for an option or a tunable:
+ * "524288", "512K", "512k", "4M", "1G", "1T" (binary multiples), optional
+ * trailing "B"/"iB" ("4MiB").  The one size grammar of the command line and
+ * of setxattr.
+ *
+ * Context: Pure.
+ * Return: 0 and *@out, or -EINVAL (empty, sign, garbage, unknown suffix),
+ * -ERANGE (does not fit in 64 bits).
+ */
+int ra_parse_size(const char *s, uint64_t *out);
 
 /* Why a decision came out as it did.  Every decision is counted by kind. */
 enum ra_kind {
@@ -92,37 +159,32 @@ enum ra_advice {
 	RA_ADVICE_DONTNEED, /* drop [off, off + len) from the cache (once) */
 };
 
-/* How the backing file is read (the mode in force is in the stats). */
-enum ra_backing_io {
-	RA_BACKING_IO_AUTO = 0, /* O_DIRECT if the backing allows it */
-	RA_BACKING_IO_DIRECT, /* O_DIRECT or fail the open */
-	RA_BACKING_IO_BUFFERED, /* buffered, kernel readahead off, DONTNEED */
-};
-
 /**
  * struct ra_config - Engine parameters; all-zero is the default.
  * @max_bytes:	window cap (-o ra_max=); 0: max(1 MiB, 2 x stripe width)
- *		of each backing device.  A multiple of 4 KiB, at most 1 GiB.
+ *		of each backing device.  A multiple of 4 KiB, at most
+ *		RA_MAX_BYTES_LIMIT.
  * @context:	the context rule (default conservative).
- * @no_stream_table: turn the per-inode stream table off (docs/design.md's
- *		per-handle rules alone).
- * @workers:	worker threads (-o ra_workers=), 1..64; 0: 4.
- * @queue_depth: queued windows per priority, 1..65536; 0: 1024.
+ * @stream_table: the per-inode stream table, on by default.
+ * @workers:	worker threads (-o ra_workers=), 1..RA_WORKERS_MAX;
+ *		0: RA_WORKERS_DEFAULT (ra_workers_of()).
+ * @queue_depth: queued windows per priority, 1..RA_QUEUE_DEPTH_MAX;
+ *		0: RA_QUEUE_DEPTH_DEFAULT.
  * @stripe_bytes, @chunk_bytes: geometry overrides (-o stripe=, -o chunk=);
- *		0: probe sysfs.
+ *		0: probe sysfs.  At most RA_MAX_BYTES_LIMIT.
  * @backing_io: O_DIRECT or buffered backing reads.
  * @sysfs_root:	NULL: "/sys" (tests pass a fake tree).
  * @auto_floor_bytes: the least automatic cap (@max_bytes 0); 0: 1 MiB.
  *		The daemon raises it above the kernel's largest FUSE request,
  *		or its windows could never get ahead of the kernel's own
  *		readahead (docs/benchmarks.md).  A multiple of 4 KiB, at most
- *		1 GiB.
+ *		RA_MAX_BYTES_LIMIT.
  */
 struct ra_config {
 	uint64_t max_bytes;
 	uint64_t auto_floor_bytes;
 	enum ra_context_rule context;
-	bool no_stream_table;
+	enum ra_stream_table_mode stream_table;
 	unsigned int workers;
 	unsigned int queue_depth;
 	uint64_t stripe_bytes;
@@ -130,6 +192,10 @@ struct ra_config {
 	enum ra_backing_io backing_io;
 	const char *sysfs_root;
 };
+
+/** ra_workers_of() - The worker threads @cfg gives (its default resolved).
+ * Context: Pure. */
+unsigned int ra_workers_of(const struct ra_config *cfg);
 
 /* A handle's readahead state (the kernel's file_ra_state: start, size,
  * async_size, prev_index), the one the decisions (decide.c) work on.
@@ -142,9 +208,18 @@ struct ra_state {
 	uint64_t prev_index; /* __atomic */
 };
 
+/* A stream's state in the stats (free slots are not listed).  Names:
+ * ra_stream_state_name(). */
+enum ra_stream_stats_state {
+	/* a read that a following read may continue */
+	RA_STREAM_STATS_CANDIDATE = 1,
+	/* a stream with a window */
+	RA_STREAM_STATS_ACTIVE = 2,
+};
+
 /* One stream of a file, for the stats. */
 struct ra_stream_stats {
-	int state; /* 1 candidate, 2 active (0 free slots are not listed) */
+	enum ra_stream_stats_state state;
 	uint64_t start, size, async_size; /* window, pages */
 	uint64_t cap; /* window cap after thrash feedback, pages */
 	uint64_t windows, thrash, waste;
@@ -312,6 +387,13 @@ void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st);
 /** ra_kind_name() - Short stable name of @kind ("context", ...), for stats. */
 const char *ra_kind_name(enum ra_kind kind);
 
+/** ra_backing_io_name() - "auto", "direct", "buffered"; "unknown" for a
+ * bad value. */
+const char *ra_backing_io_name(enum ra_backing_io m);
+
+/** ra_stream_state_name() - "candidate" or "active"; NULL for a bad value. */
+const char *ra_stream_state_name(enum ra_stream_stats_state state);
+
 /** ra_advice_name() - "normal", "sequential", ...; NULL for a bad value. */
 const char *ra_advice_name(enum ra_advice advice);
 
@@ -329,15 +411,15 @@ int ra_advice_parse(const char *s, enum ra_advice *out);
  * struct ra_tuning - The engine parameters that may change while files are
  * open.
  * @max_bytes:	as ra_config.max_bytes: the window cap; 0: automatic per
- *		backing device.  A multiple of 4 KiB, at most 1 GiB.
- * @context:	the context rule.
- * @stream_table: the per-inode stream table is used (the opposite of
- *		ra_config.no_stream_table).
+ *		backing device.  A multiple of 4 KiB, at most
+ *		RA_MAX_BYTES_LIMIT.
+ * @context:	as ra_config.context.
+ * @stream_table: as ra_config.stream_table.
  */
 struct ra_tuning {
 	uint64_t max_bytes;
 	enum ra_context_rule context;
-	bool stream_table;
+	enum ra_stream_table_mode stream_table;
 };
 
 /* ra_engine_tune() @what: the fields of struct ra_tuning to change. */
@@ -367,15 +449,5 @@ int ra_engine_tune(struct ra_engine *e, const struct ra_tuning *t,
  * Context: Any thread; one atomic load.
  */
 void ra_engine_tuning(struct ra_engine *e, struct ra_tuning *out);
-
-/**
- * ra_parse_size() - Parse a byte count for an option: "524288", "512K",
- * "512k", "4M", "1G" (binary multiples), optional trailing "B"/"iB".
- *
- * Context: Pure.
- * Return: 0 and *@out, or -EINVAL (empty, sign, garbage, unknown suffix),
- * -ERANGE (does not fit in 64 bits).
- */
-int ra_parse_size(const char *s, uint64_t *out);
 
 #endif /* AHEADFS_RA_RA_H */

@@ -25,7 +25,7 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 			     unsigned int threads)
 {
 	uint64_t window = cfg->ra.max_bytes;
-	uint64_t workers = cfg->ra.workers ? cfg->ra.workers : 4;
+	uint64_t workers = ra_workers_of(&cfg->ra);
 
 	if (!window) {
 		window = 2 * cfg->ra.stripe_bytes;
@@ -63,7 +63,7 @@ int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,
 		 "cache_size=%llu is too small: %u threads and %u readahead "
 		 "workers need at least %llu MiB",
 		 (unsigned long long)size, threads,
-		 cfg->ra.workers ? cfg->ra.workers : 4,
+		 ra_workers_of(&cfg->ra),
 		 (unsigned long long)((min + (1u << 20) - 1) >> 20));
 	return -EINVAL;
 }

@@ -77,17 +77,25 @@
  * (docs/benchmarks.md). */
 #define AFS_RA_AUTO_FLOOR (4u << 20)
 
+/* -o read_mode=: names afs_read_mode_names ("kernel", "direct"),
+ * NULL-terminated and indexed by the enum (read with ra_name_parse() and
+ * ra_name_of(), as every setting's names). */
 enum afs_read_mode {
 	AFS_READ_KERNEL = 0, /* default */
 	AFS_READ_DIRECT,
 };
 
-/* How writes reach the backing (-o write_mode=, docs/tuning.md). */
+extern const char *const afs_read_mode_names[];
+
+/* How writes reach the backing (-o write_mode=, docs/tuning.md): names
+ * afs_write_mode_names ("writethrough", "writeback"), as above. */
 enum afs_write_mode {
 	AFS_WRITE_THROUGH = 0, /* default: every write(2) is a WRITE, at once */
 	AFS_WRITE_BACK, /* the kernel's writeback cache: for data written
 			 * only through the mount */
 };
+
+extern const char *const afs_write_mode_names[];
 
 /**
  * struct afs_ahead_config - The data path options (-o cache_size=, ...).

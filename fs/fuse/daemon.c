@@ -181,18 +181,8 @@ static void apply_mount_attrs(const struct afs_opts *o)
 
 static void ahead_config(const struct afs_opts *o, struct afs_ahead_config *c)
 {
-	memset(c, 0, sizeof(*c));
-	c->cache_size = o->cache_size;
-	c->read_mode = (enum afs_read_mode)o->read_mode;
-	c->write_mode = (enum afs_write_mode)o->write_mode;
-	c->ra.max_bytes = o->ra_max;
+	*c = o->ahead;
 	c->ra.auto_floor_bytes = AFS_RA_AUTO_FLOOR;
-	c->ra.context = (enum ra_context_rule)o->context_ra;
-	c->ra.no_stream_table = o->stream_table != 0;
-	c->ra.workers = o->ra_workers;
-	c->ra.stripe_bytes = o->stripe;
-	c->ra.chunk_bytes = o->chunk;
-	c->ra.backing_io = (enum ra_backing_io)o->backing_io;
 }
 
 static unsigned serving_threads(const struct afs_opts *o)
@@ -231,7 +221,8 @@ static void release_fc(struct afs_fcache *fc)
 void afs_tune_bdi_once(struct afs_fs *fs)
 {
 	const struct afs_opts *o = fs->opts;
-	unsigned long kb = o->ra_max > (1u << 20) ? o->ra_max >> 10 : 1024;
+	uint64_t ra_max = o->ahead.ra.max_bytes;
+	unsigned long kb = ra_max > (1u << 20) ? ra_max >> 10 : 1024;
 	char line[4096], dev[64] = "", path[PATH_MAX];
 	unsigned maj, min;
 	FILE *f;

@@ -29,7 +29,8 @@ enum afs_opt_kind {
 	OPT_IGNORE_PREFIX, /* every option starting with name */
 	OPT_BYTES, /* uint64_t field: bytes, K/M/G suffixes, in [min, max],
 		    * a multiple of 4 KiB (0 allowed when min is 0) */
-	OPT_ENUM, /* int field: the index of the value in names[] */
+	OPT_ENUM, /* enum field: the index of the value in names[], the owning
+		   * module's name table (ra_name_parse()) */
 };
 
 #define NO_FIELD SIZE_MAX
@@ -46,15 +47,10 @@ struct afs_opt_spec {
 	const char *const *names; /* OPT_ENUM: values, NULL-terminated */
 };
 
-static const char *const read_mode_names[] = {"kernel", "direct", NULL};
-static const char *const write_mode_names[] = {"writethrough", "writeback",
-					       NULL};
-static const char *const context_ra_names[] = {"on", "loose", "off", NULL};
-static const char *const on_off_names[] = {"on", "off", NULL};
-static const char *const backing_io_names[] = {"auto", "direct", "buffered",
-					       NULL};
 #define KIB 1024.0
 #define GIB (1024.0 * 1024 * 1024)
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* The table.  Keep --help, docs/aheadfs.1 and docs/passthrough.md in step
  * with it. */
@@ -80,36 +76,39 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"debug", OPT_SET, false, F(debug), 0, 0,
 	 "trace every request on stderr (implies -f)"},
 	/* the cache and readahead (fs/data/data.h, docs/tuning.md) */
-	{"read_mode", OPT_ENUM, true, F(read_mode), 0, 0,
+	{"read_mode", OPT_ENUM, true, F(ahead.read_mode), 0, 0,
 	 "kernel (default: the kernel's page cache on top) or direct (every "
 	 "read reaches aheadfs)",
-	 0, 0, read_mode_names},
-	{"write_mode", OPT_ENUM, true, F(write_mode), 0, 0,
+	 0, 0, afs_read_mode_names},
+	{"write_mode", OPT_ENUM, true, F(ahead.write_mode), 0, 0,
 	 "writethrough (default: every write reaches the backing at once) or "
 	 "writeback (the kernel's writeback cache; only for data written "
 	 "through the mount alone)",
-	 0, 0, write_mode_names},
-	{"cache_size", OPT_BYTES, true, F(cache_size), 4 * 1024 * KIB,
+	 0, 0, afs_write_mode_names},
+	{"cache_size", OPT_BYTES, true, F(ahead.cache_size), 4 * 1024 * KIB,
 	 1024 * GIB, "aheadfs's page cache budget (default an eighth of RAM)"},
-	{"ra_max", OPT_BYTES, true, F(ra_max), 0, GIB,
+	{"ra_max", OPT_BYTES, true, F(ahead.ra.max_bytes), 0,
+	 RA_MAX_BYTES_LIMIT,
 	 "largest readahead window (default max(4M, 2 x stripe width))"},
-	{"ra_workers", OPT_UINT, true, F(ra_workers), 1, 64,
-	 "readahead worker threads (default 4)"},
-	{"stripe", OPT_BYTES, true, F(stripe), 0, 64 * GIB,
+	{"ra_workers", OPT_UINT, true, F(ahead.ra.workers), 1, RA_WORKERS_MAX,
+	 "readahead worker threads (default " STR(RA_WORKERS_DEFAULT) ")"},
+	{"stripe", OPT_BYTES, true, F(ahead.ra.stripe_bytes), 0,
+	 RA_MAX_BYTES_LIMIT,
 	 "stripe width of the backing RAID (default from sysfs)"},
-	{"chunk", OPT_BYTES, true, F(chunk), 0, 64 * GIB,
+	{"chunk", OPT_BYTES, true, F(ahead.ra.chunk_bytes), 0,
+	 RA_MAX_BYTES_LIMIT,
 	 "chunk size of the backing RAID (default from sysfs)"},
-	{"context_ra", OPT_ENUM, true, F(context_ra), 0, 0,
+	{"context_ra", OPT_ENUM, true, F(ahead.ra.context), 0, 0,
 	 "context readahead: on (conservative, default), loose (2009 rule), "
 	 "off",
-	 0, 0, context_ra_names},
-	{"stream_table", OPT_ENUM, true, F(stream_table), 0, 0,
+	 0, 0, ra_context_names},
+	{"stream_table", OPT_ENUM, true, F(ahead.ra.stream_table), 0, 0,
 	 "per-file stream table for cooperative readers: on (default), off", 0,
-	 0, on_off_names},
-	{"backing_io", OPT_ENUM, true, F(backing_io), 0, 0,
+	 0, ra_stream_table_names},
+	{"backing_io", OPT_ENUM, true, F(ahead.ra.backing_io), 0, 0,
 	 "backing reads: auto (O_DIRECT where allowed, default), direct, "
 	 "buffered",
-	 0, 0, backing_io_names},
+	 0, 0, ra_backing_io_names},
 	/* kernel / libfuse mount options */
 	{"allow_other", OPT_MOUNT, false, F(allow_other), 0, 0,
 	 "let all users use the mount (root, or user_allow_other)"},
@@ -318,17 +317,17 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 	}
 	case OPT_ENUM: {
 		char list[128] = "";
+		int v = ra_name_parse(s->names, value);
 
-		for (int i = 0; s->names[i]; i++) {
-			if (!strcmp(value, s->names[i])) {
-				*(int *)((char *)o + s->field) = i;
-				return 0;
-			}
+		if (v >= 0) {
+			*(int *)((char *)o + s->field) = v;
+			return 0;
+		}
+		for (int i = 0; s->names[i]; i++)
 			snprintf(list + strlen(list),
 				 sizeof(list) - strlen(list), "%s%s",
 				 i ? (s->names[i + 1] ? ", " : " or ") : "",
 				 s->names[i]);
-		}
 		return fail(err, errlen, -EINVAL,
 			    "bad value '%s' for option '%s': expected %s",
 			    value, s->name, list);
@@ -438,8 +437,9 @@ int afs_opts_parse(struct afs_opts *o, int argc, char **argv, char *err,
 		return fail(err, errlen, -EINVAL,
 			    "options 'default_permissions' and "
 			    "'no_default_permissions' conflict");
-	if (o->stripe && o->chunk &&
-	    (o->chunk > o->stripe || o->stripe % o->chunk))
+	if (o->ahead.ra.stripe_bytes && o->ahead.ra.chunk_bytes &&
+	    (o->ahead.ra.chunk_bytes > o->ahead.ra.stripe_bytes ||
+	     o->ahead.ra.stripe_bytes % o->ahead.ra.chunk_bytes))
 		return fail(err, errlen, -EINVAL,
 			    "options 'stripe' and 'chunk' conflict: the stripe "
 			    "width must be a whole number of chunks");

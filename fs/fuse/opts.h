@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "fs/data/data.h"
+
 struct fuse_args;
 
 #define AFS_ERRLEN 512
@@ -50,14 +52,12 @@ struct afs_opts {
 	double attr_timeout; /* -o attr_timeout=, seconds */
 	double entry_timeout; /* -o entry_timeout=, seconds; < 0: default */
 
-	/* the cache and readahead: see fs/data/data.h; 0 = automatic */
-	uint64_t cache_size, ra_max, stripe, chunk; /* bytes */
-	unsigned ra_workers;
-	int read_mode; /* enum afs_read_mode */
-	int write_mode; /* enum afs_write_mode */
-	int context_ra; /* enum ra_context_rule */
-	int stream_table; /* 0 on, 1 off */
-	int backing_io; /* enum ra_backing_io */
+	/* the cache and readahead (cache_size=, read_mode=, ra_max=,
+	 * ra_workers=, stripe=, chunk=, context_ra=, stream_table=,
+	 * backing_io=), parsed straight into the data path's configuration:
+	 * its fields, enums and name tables are the options' (fs/data/data.h,
+	 * ra/ra.h); all-zero is the default */
+	struct afs_ahead_config ahead;
 
 	/* MOUNT_ATTR_* bits for mount_setattr() after mounting (atime
 	 * modes libfuse 3.14 cannot pass); both 0 when none was given */

@@ -1,7 +1,8 @@
 /* xattr.h - the user.aheadfs.* extended attributes: stats, cache map,
  * per-file advice and run-time tunables, answered by the daemon itself.
  *
- * Names (docs/stats.md documents every field):
+ * Names (the fields of the stats are defined once, in fs/stats/schema.h;
+ * docs/stats.md documents them):
  *   user.aheadfs.stats         regular file: that file's cache and readahead
  *                              figures; mount root: the whole mount's
  *   user.aheadfs.map           regular file: its cached pages, as runs when
@@ -41,7 +42,9 @@
  *          -ENODATA  one that does not
  *
  * Concurrency: every call may run on any libfuse worker thread, several at
- * once; nothing here keeps state between calls.  The figures are read
+ * once; nothing here keeps state between calls.  The only per-file state
+ * read is the target's struct afs_fcache, in one function (xattr.c,
+ * afs_stats_fref()).  The figures are read
  * without stopping the cache or the readahead (relaxed counters, not a
  * snapshot).  The map walks the file's pages under rcu_read_lock() in
  * batches (cache_gang_lookup_rcu()), dropping the read lock between them so

@@ -310,7 +310,7 @@ struct fx {
 };
 
 static struct fx *fx_new(const char *dir, uint64_t size,
-			 enum ra_backing_mode mode, uint64_t chunk,
+			 enum ra_backing_io mode, uint64_t chunk,
 			 unsigned int workers)
 {
 	struct fx *f = calloc(1, sizeof(*f));
@@ -324,7 +324,7 @@ static struct fx *fx_new(const char *dir, uint64_t size,
 	cfg.preadv_hook = hook_preadv;
 	cfg.hook_ctx = f->hook;
 	cfg.totals = &f->totals;
-	f->hook->probed = mode == RA_BACKING_BUFFERED; /* no probe read */
+	f->hook->probed = mode == RA_BACKING_IO_BUFFERED; /* no probe read */
 	assert_int_equal(ra_backing_open(f->fd, &cfg, &f->b), 0);
 	if (workers) {
 		struct ra_pool_config pc = {.workers = workers,
@@ -350,7 +350,7 @@ static void fx_free(struct fx *f)
 
 static void test_bad_config(void **state)
 {
-	struct ra_backing_config cfg = {.mode = RA_BACKING_AUTO};
+	struct ra_backing_config cfg = {.mode = RA_BACKING_IO_AUTO};
 	struct ra_page_ops half = {.index = fp_index, .data = fp_data};
 	struct ra_backing *b = NULL;
 
@@ -361,34 +361,34 @@ static void test_bad_config(void **state)
 	cfg.chunk = 6000;
 	assert_int_equal(ra_backing_open(0, &cfg, &b), -EINVAL);
 	cfg.chunk = 0;
-	cfg.mode = (enum ra_backing_mode)7;
+	cfg.mode = (enum ra_backing_io)7;
 	assert_int_equal(ra_backing_open(0, &cfg, &b), -EINVAL);
-	cfg.mode = RA_BACKING_AUTO;
+	cfg.mode = RA_BACKING_IO_AUTO;
 	assert_int_equal(ra_backing_open(-1, &cfg, &b), -EINVAL);
 	assert_int_equal(ra_backing_open(0, NULL, &b), -EINVAL);
 	assert_null(b);
-	assert_string_equal(ra_backing_mode_name(RA_BACKING_AUTO), "auto");
-	assert_string_equal(ra_backing_mode_name(RA_BACKING_DIRECT), "direct");
-	assert_string_equal(ra_backing_mode_name(RA_BACKING_BUFFERED),
+	assert_string_equal(ra_backing_io_name(RA_BACKING_IO_AUTO), "auto");
+	assert_string_equal(ra_backing_io_name(RA_BACKING_IO_DIRECT), "direct");
+	assert_string_equal(ra_backing_io_name(RA_BACKING_IO_BUFFERED),
 			    "buffered");
 }
 
 /* One contiguous run, O_DIRECT on the disk: one preadv, every byte right. */
 static void test_direct_one_run(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 64 * PG, RA_BACKING_AUTO, 0, 0);
+	struct fx *f = fx_new(disk_dir(), 64 * PG, RA_BACKING_IO_AUTO, 0, 0);
 	struct pageset *ps = pages_range(0, 16);
 	static const uint64_t want[][2] = {{0, 16}};
 	struct ra_backing_stats st;
 
-	assert_int_equal(ra_backing_mode(f->b), RA_BACKING_DIRECT);
+	assert_int_equal(ra_backing_mode(f->b), RA_BACKING_IO_DIRECT);
 	assert_int_equal(
 		ra_backing_read(f->b, ps->ptr, ps->n, NULL, RA_PRIO_DEMAND), 0);
 	check_calls(f->hook, want, 1);
 	for (size_t i = 0; i < ps->n; i++)
 		check_page(&ps->pg[i], f->size);
 	ra_backing_stats(f->b, &st);
-	assert_int_equal(st.mode, RA_BACKING_DIRECT);
+	assert_int_equal(st.mode, RA_BACKING_IO_DIRECT);
 	assert_int_equal(st.reads, 1);
 	assert_int_equal(st.bytes, 16 * PG);
 	assert_int_equal(st.pages_ok, 16);
@@ -403,7 +403,7 @@ static void test_runs_with_gaps(void **state)
 {
 	static const uint64_t idx[] = {2, 3, 4, 10, 11, 20};
 	static const uint64_t want[][2] = {{2, 3}, {10, 2}, {20, 1}};
-	struct fx *f = fx_new(disk_dir(), 32 * PG, RA_BACKING_AUTO, 0, 0);
+	struct fx *f = fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_AUTO, 0, 0);
 	struct pageset *ps = pages_new(idx, 6);
 
 	assert_int_equal(
@@ -426,7 +426,8 @@ static void test_split_on_chunks(void **state)
 				       10, 11, 12, 13, 15, 16, 17};
 	static const uint64_t want[][2] = {{2, 2},  {4, 4},  {8, 4},
 					   {12, 2}, {15, 1}, {16, 2}};
-	struct fx *f = fx_new(disk_dir(), 32 * PG, RA_BACKING_AUTO, 4 * PG, 2);
+	struct fx *f =
+		fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_AUTO, 4 * PG, 2);
 	struct pageset *ps = pages_new(idx, 15);
 	struct ra_backing_stats st;
 
@@ -453,7 +454,8 @@ static void test_split_on_chunks(void **state)
 static void test_split_without_pool(void **state)
 {
 	static const uint64_t want[][2] = {{6, 2}, {8, 8}, {16, 1}};
-	struct fx *f = fx_new(disk_dir(), 32 * PG, RA_BACKING_AUTO, 8 * PG, 0);
+	struct fx *f =
+		fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_AUTO, 8 * PG, 0);
 	struct pageset *ps = pages_range(6, 11);
 
 	assert_int_equal(
@@ -469,7 +471,7 @@ static void test_split_without_pool(void **state)
 static void test_split_at_iov_max(void **state)
 {
 	static const uint64_t want[][2] = {{0, 1024}, {1024, 476}};
-	struct fx *f = fx_new(disk_dir(), 1500 * PG, RA_BACKING_AUTO, 0, 0);
+	struct fx *f = fx_new(disk_dir(), 1500 * PG, RA_BACKING_IO_AUTO, 0, 0);
 	struct pageset *ps = pages_range(0, 1500);
 
 	assert_int_equal(
@@ -490,11 +492,11 @@ static void test_split_at_iov_max(void **state)
 static void test_eof_tail_direct(void **state)
 {
 	static const uint64_t want[][2] = {{0, 6}};
-	struct fx *f = fx_new(disk_dir(), 10000, RA_BACKING_AUTO, 0, 0);
+	struct fx *f = fx_new(disk_dir(), 10000, RA_BACKING_IO_AUTO, 0, 0);
 	struct pageset *ps = pages_range(0, 6);
 	struct ra_backing_stats st;
 
-	assert_int_equal(ra_backing_mode(f->b), RA_BACKING_DIRECT);
+	assert_int_equal(ra_backing_mode(f->b), RA_BACKING_IO_DIRECT);
 	assert_int_equal(
 		ra_backing_read(f->b, ps->ptr, ps->n, NULL, RA_PRIO_DEMAND), 0);
 	check_calls(f->hook, want, 1);
@@ -513,7 +515,7 @@ static void test_eof_tail_direct(void **state)
 static void test_pages_past_eof(void **state)
 {
 	static const uint64_t want[][2] = {{8, 2}};
-	struct fx *f = fx_new(disk_dir(), 2 * PG, RA_BACKING_AUTO, 0, 0);
+	struct fx *f = fx_new(disk_dir(), 2 * PG, RA_BACKING_IO_AUTO, 0, 0);
 	struct pageset *ps = pages_range(8, 2);
 	struct ra_backing_stats st;
 
@@ -533,7 +535,7 @@ static void test_pages_past_eof(void **state)
 static void test_short_read_continues(void **state)
 {
 	static const uint64_t want[][2] = {{0, 7}, {3, 4}, {6, 1}};
-	struct fx *f = fx_new(disk_dir(), 16 * PG, RA_BACKING_AUTO, 0, 0);
+	struct fx *f = fx_new(disk_dir(), 16 * PG, RA_BACKING_IO_AUTO, 0, 0);
 	struct pageset *ps = pages_range(0, 7);
 	struct ra_backing_stats st;
 
@@ -556,7 +558,7 @@ static void test_short_read_continues(void **state)
  */
 static void test_error_fails_exactly_its_pages(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 16 * PG, RA_BACKING_AUTO, 0, 0);
+	struct fx *f = fx_new(disk_dir(), 16 * PG, RA_BACKING_IO_AUTO, 0, 0);
 	struct pageset *ps = pages_range(0, 10);
 	struct ra_backing_stats st;
 	struct ra_io_totals t;
@@ -613,7 +615,8 @@ static void *waiter_main(void *arg)
  */
 static void test_error_reaches_exactly_its_waiters(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 16 * PG, RA_BACKING_AUTO, 4 * PG, 2);
+	struct fx *f =
+		fx_new(disk_dir(), 16 * PG, RA_BACKING_IO_AUTO, 4 * PG, 2);
 	struct pageset *ps = pages_range(0, 16);
 	struct waiter w[16];
 
@@ -645,18 +648,18 @@ static void test_buffered_on_shm(void **state)
 {
 	static const uint64_t want[][2] = {{1, 3}};
 	struct fx *f =
-		fx_new("/dev/shm", 3 * PG + 100, RA_BACKING_BUFFERED, 0, 0);
+		fx_new("/dev/shm", 3 * PG + 100, RA_BACKING_IO_BUFFERED, 0, 0);
 	struct pageset *ps = pages_range(1, 3);
 	struct ra_backing_stats st;
 
-	assert_int_equal(ra_backing_mode(f->b), RA_BACKING_BUFFERED);
+	assert_int_equal(ra_backing_mode(f->b), RA_BACKING_IO_BUFFERED);
 	assert_int_equal(
 		ra_backing_read(f->b, ps->ptr, ps->n, NULL, RA_PRIO_DEMAND), 0);
 	check_calls(f->hook, want, 1);
 	for (size_t i = 0; i < ps->n; i++)
 		check_page(&ps->pg[i], f->size);
 	ra_backing_stats(f->b, &st);
-	assert_int_equal(st.mode, RA_BACKING_BUFFERED);
+	assert_int_equal(st.mode, RA_BACKING_IO_BUFFERED);
 	assert_int_equal(st.bytes, 2 * PG + 100);
 	assert_int_equal(f->totals.opens_buffered, 1);
 	assert_int_equal(f->totals.bytes, 2 * PG + 100);
@@ -672,16 +675,16 @@ static void test_buffered_on_shm(void **state)
  */
 static void test_auto_and_refused_direct(void **state)
 {
-	struct fx *f = fx_new("/dev/shm", 8 * PG, RA_BACKING_AUTO, 0, 0);
+	struct fx *f = fx_new("/dev/shm", 8 * PG, RA_BACKING_IO_AUTO, 0, 0);
 	struct pageset *ps = pages_range(0, 8);
-	struct ra_backing_config cfg = {.mode = RA_BACKING_AUTO,
+	struct ra_backing_config cfg = {.mode = RA_BACKING_IO_AUTO,
 					.ops = &fake_ops,
 					.preadv_hook = hook_preadv};
 	struct ra_backing *b2;
 	struct hook *h2 = hook_new();
 
-	assert_true(ra_backing_mode(f->b) == RA_BACKING_DIRECT ||
-		    ra_backing_mode(f->b) == RA_BACKING_BUFFERED);
+	assert_true(ra_backing_mode(f->b) == RA_BACKING_IO_DIRECT ||
+		    ra_backing_mode(f->b) == RA_BACKING_IO_BUFFERED);
 	assert_int_equal(
 		ra_backing_read(f->b, ps->ptr, ps->n, NULL, RA_PRIO_DEMAND), 0);
 	for (size_t i = 0; i < ps->n; i++)
@@ -690,11 +693,11 @@ static void test_auto_and_refused_direct(void **state)
 	h2->refuse_probe = true;
 	cfg.hook_ctx = h2;
 	assert_int_equal(ra_backing_open(f->fd, &cfg, &b2), 0);
-	assert_int_equal(ra_backing_mode(b2), RA_BACKING_BUFFERED);
+	assert_int_equal(ra_backing_mode(b2), RA_BACKING_IO_BUFFERED);
 	ra_backing_put(b2);
 
 	h2->probed = false;
-	cfg.mode = RA_BACKING_DIRECT;
+	cfg.mode = RA_BACKING_IO_DIRECT;
 	assert_int_equal(ra_backing_open(f->fd, &cfg, &b2), -EINVAL);
 	hook_free(h2);
 	pages_free(ps);
@@ -723,7 +726,8 @@ static size_t resident_pages(const char *path, size_t npages)
 /* Buffered mode on the disk leaves no second copy in the page cache. */
 static void test_buffered_drops_page_cache(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 32 * PG, RA_BACKING_BUFFERED, 0, 0);
+	struct fx *f =
+		fx_new(disk_dir(), 32 * PG, RA_BACKING_IO_BUFFERED, 0, 0);
 	struct pageset *ps = pages_range(0, 32);
 
 	/* make_file() fsynced: the pages are clean and can be dropped. */
@@ -776,7 +780,7 @@ static void gate_close(struct ra_pool *pool, struct gate *g)
  */
 static void test_queue_cancel_and_dedupe(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 64 * PG, RA_BACKING_AUTO, 0, 1);
+	struct fx *f = fx_new(disk_dir(), 64 * PG, RA_BACKING_IO_AUTO, 0, 1);
 	struct pageset *a = pages_range(0, 8), *dup = pages_range(2, 4),
 		       *b = pages_range(16, 8);
 	static const uint64_t want[][2] = {{16, 8}};
@@ -837,7 +841,7 @@ static void *destroy_main(void *arg)
  */
 static void test_shutdown_with_read_in_flight(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 64 * PG, RA_BACKING_AUTO, 0, 1);
+	struct fx *f = fx_new(disk_dir(), 64 * PG, RA_BACKING_IO_AUTO, 0, 1);
 	struct pageset *a = pages_range(0, 8), *b = pages_range(8, 8),
 		       *c = pages_range(32, 8);
 	sem_t stall, entered;
@@ -883,7 +887,8 @@ static void test_shutdown_with_read_in_flight(void **state)
 /* A full queue: pieces the pool refuses are read inline, none is lost. */
 static void test_refused_pieces_read_inline(void **state)
 {
-	struct fx *f = fx_new(disk_dir(), 64 * PG, RA_BACKING_AUTO, 2 * PG, 0);
+	struct fx *f =
+		fx_new(disk_dir(), 64 * PG, RA_BACKING_IO_AUTO, 2 * PG, 0);
 	struct ra_pool_config pc = {.workers = 1, .queue_depth = 1};
 	struct pageset *ps = pages_range(0, 12);
 	struct ra_backing_stats st;

@@ -100,7 +100,7 @@ static int setup_size(void **state, uint64_t size, uint64_t chunk)
 				    .queue_depth = 16,
 				    .thread_init = worker_online,
 				    .thread_exit = worker_offline};
-	struct ra_backing_config bc = {.mode = RA_BACKING_AUTO,
+	struct ra_backing_config bc = {.mode = RA_BACKING_IO_AUTO,
 				       .chunk = chunk,
 				       .ops = &cache_ops,
 				       .preadv_hook = hook_preadv};

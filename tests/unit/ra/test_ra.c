@@ -204,7 +204,7 @@ static void test_sequential_read(void **state)
 	/* far fewer sync pages than pages: the reader ran on readahead */
 	assert_true(fs.c.sync_pages <= 64);
 	assert_int_equal(fs.nr_streams, 1);
-	assert_int_equal(fs.streams[0].state, 2);
+	assert_int_equal(fs.streams[0].state, RA_STREAM_STATS_ACTIVE);
 	assert_int_equal(fs.streams[0].size, 256);
 	ra_engine_stats(fx->e, &es);
 	assert_int_equal(es.files, 1);
@@ -467,7 +467,8 @@ static void test_two_threads_one_handle_seek(void **state)
 	/* (a read racing the first one may have left a candidate too) */
 	uint64_t window = 0;
 	for (unsigned int i = 0; i < fs.nr_streams; i++)
-		if (fs.streams[i].state == 2 && fs.streams[i].size > window)
+		if (fs.streams[i].state == RA_STREAM_STATS_ACTIVE &&
+		    fs.streams[i].size > window)
 			window = fs.streams[i].size;
 	assert_int_equal(window, 256);
 	assert_true(fs.c.async_pages > 10 * fs.c.sync_pages);
@@ -628,7 +629,7 @@ static void test_config_checked(void **state)
 	 * context rule, stream table on */
 	struct ra_config dflt = {0};
 	assert_int_equal(dflt.context, RA_CONTEXT_CONSERVATIVE);
-	assert_false(dflt.no_stream_table);
+	assert_int_equal(dflt.stream_table, RA_STREAM_TABLE_ON);
 	assert_string_equal(ra_kind_name(RA_KIND_COUNT), "unknown");
 }
 

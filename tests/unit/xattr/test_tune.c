@@ -122,7 +122,7 @@ static void expect_tuning(struct ra_engine *e, uint64_t max,
 	ra_engine_tuning(e, &t);
 	assert_int_equal(t.max_bytes, max);
 	assert_int_equal(t.context, ctx);
-	assert_int_equal(t.stream_table, table);
+	assert_int_equal(t.stream_table == RA_STREAM_TABLE_ON, table);
 }
 
 static uint64_t max_window(struct ra_file *f)
@@ -138,7 +138,7 @@ static void test_initial(void **state)
 {
 	struct fixture *fx = *state;
 	struct ra_config rc = {.context = RA_CONTEXT_LOOSE,
-			       .no_stream_table = true};
+			       .stream_table = RA_STREAM_TABLE_OFF};
 	struct ra_engine *e;
 
 	expect_tuning(fx->e, 1u << 20, RA_CONTEXT_CONSERVATIVE, true);
@@ -168,6 +168,11 @@ static void test_bad_values(void **state)
 		ra_engine_tune(fx->e, &t, RA_TUNE_MAX | RA_TUNE_CONTEXT),
 		-EINVAL);
 	t.context = RA_CONTEXT_OFF;
+	t.stream_table = (enum ra_stream_table_mode)2;
+	assert_int_equal(ra_engine_tune(fx->e, &t,
+					RA_TUNE_CONTEXT | RA_TUNE_STREAM_TABLE),
+			 -EINVAL);
+	t.stream_table = RA_STREAM_TABLE_ON;
 	assert_int_equal(ra_engine_tune(fx->e, &t, 0x8), -EINVAL);
 	assert_int_equal(ra_engine_tune(fx->e, NULL, RA_TUNE_MAX), -EINVAL);
 	expect_tuning(fx->e, 1u << 20, RA_CONTEXT_CONSERVATIVE, true);
@@ -184,7 +189,7 @@ static void test_fields_and_files(void **state)
 	struct fixture *fx = *state;
 	struct ra_tuning t = {.max_bytes = 64 << 10,
 			      .context = RA_CONTEXT_OFF,
-			      .stream_table = false};
+			      .stream_table = RA_STREAM_TABLE_OFF};
 	struct afs_fcache *fc2;
 
 	assert_int_equal(ra_engine_tune(fx->e, &t, RA_TUNE_MAX), 0);
@@ -233,7 +238,8 @@ static void read_stream(struct fixture *fx, uint64_t first, uint64_t nr,
 static void test_decisions_follow(void **state)
 {
 	struct fixture *fx = *state;
-	struct ra_tuning t = {.max_bytes = 64 << 10, .stream_table = false};
+	struct ra_tuning t = {.max_bytes = 64 << 10,
+			      .stream_table = RA_STREAM_TABLE_OFF};
 	struct ra_file_stats fs;
 
 	assert_int_equal(
@@ -250,7 +256,7 @@ static void test_decisions_follow(void **state)
 	assert_true(fs.c.sync_pages + fs.c.async_pages >= 512);
 
 	/* the table back on: the next stream is the table's */
-	t.stream_table = true;
+	t.stream_table = RA_STREAM_TABLE_ON;
 	assert_int_equal(ra_engine_tune(fx->e, &t, RA_TUNE_STREAM_TABLE), 0);
 	read_stream(fx, 1024, 512, &fs);
 	assert_true(fs.c.decisions[RA_KIND_STREAM_ASYNC] > 0);
@@ -287,7 +293,7 @@ static void *tuner_main(void *arg)
 	for (int i = 0; i < 400; i++) {
 		t.max_bytes = (uint64_t)(i % 4 + 1) << 16; /* 64..256 KiB */
 		t.context = (enum ra_context_rule)(i % 3);
-		t.stream_table = i % 2;
+		t.stream_table = (enum ra_stream_table_mode)(i % 2);
 		if (ra_engine_tune(fx->e, &t,
 				   i % 5 ? RA_TUNE_MAX | RA_TUNE_CONTEXT |
 						   RA_TUNE_STREAM_TABLE

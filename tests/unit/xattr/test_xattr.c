@@ -1,12 +1,13 @@
-/* test_xattr.c - the user.aheadfs.* names (fs/stats/xattr.c) rendered from a
+/* test_xattr.c - the user.aheadfs.* names (fs/stats) rendered from a
  * real cache and readahead engine: a temporary file on disk, pages read
  * through ra_sync_miss() the way the read path does, or inserted directly
  * where a test needs an exact set of cached pages.  Every value is parsed
  * with the JSON reader aheadfs-stat uses (fs/stats/json.h) and checked key
- * by key, in the contract's order (stats-schema.md), against the figures
+ * by key, in the documented order (docs/stats.md), against the figures
  * the cache and the engine report.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,11 +69,11 @@ static int make_file(struct fixture *fx, uint64_t size)
 
 static int setup_size(void **state, uint64_t size)
 {
-	struct afs_ahead_config cfg = {.cache_size = 160u << 20,
-				       .manual_reclaim = true,
-				       .read_mode = AFS_READ_KERNEL,
-				       .ra = {.max_bytes = 1u << 20,
-					      .workers = 2}};
+	struct afs_ahead_config cfg = {
+		.cache_size = 160u << 20,
+		.manual_reclaim = true,
+		.read_mode = AFS_READ_KERNEL,
+		.ra = {.max_bytes = 1u << 20, .workers = 2}};
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct afs_file_key key;
 	char err[256];
@@ -126,9 +127,9 @@ static int teardown(void **state)
 static void test_read(struct fixture *fx, struct ra_state *st, uint64_t index,
 		      uint64_t nr)
 {
-	assert_int_equal(
-		test_read_check(fx->a, fx->fc, fx->fd, st, index, nr, file_byte),
-		0);
+	assert_int_equal(test_read_check(fx->a, fx->fc, fx->fd, st, index, nr,
+					 file_byte),
+			 0);
 }
 
 /* Make [start, start + nr) cached data pages (no backing I/O). */
@@ -299,9 +300,10 @@ static const struct key_spec root_top[] = {
 	{"readahead", 'o'}, {"uncached_reads", 'i'}, {"revalidations", 'i'},
 };
 static const struct key_spec root_options[] = {
-	{"read_mode", 's'},  {"cache_size", 'i'},   {"ra_max", 'i'},
-	{"ra_workers", 'i'}, {"stripe", 'i'},	    {"chunk", 'i'},
-	{"context_ra", 's'}, {"stream_table", 's'}, {"backing_io", 's'},
+	{"read_mode", 's'},  {"write_mode", 's'}, {"cache_size", 'i'},
+	{"ra_max", 'i'},     {"ra_workers", 'i'}, {"stripe", 'i'},
+	{"chunk", 'i'},	     {"context_ra", 's'}, {"stream_table", 's'},
+	{"backing_io", 's'},
 };
 static const struct key_spec root_cache[] = {
 	{"budget_bytes", 'i'},
@@ -496,6 +498,7 @@ static void test_root_stats(void **state)
 	o = json_get(root, "options");
 	CHECK(o, root_options);
 	assert_string_equal(sval(o, "read_mode"), "kernel");
+	assert_string_equal(sval(o, "write_mode"), "writethrough");
 	assert_int_equal(ival(o, "cache_size"), 160u << 20);
 	assert_int_equal(ival(o, "ra_max"), 1u << 20);
 	assert_int_equal(ival(o, "ra_workers"), 2);
@@ -803,18 +806,18 @@ static void test_advice(void **state)
 	assert_int_equal(set(fx, &fx->file, adv, "", 0), -EINVAL);
 	assert_int_equal(set(fx, &fx->file, adv, "normal\n\n", 0), -EINVAL);
 	assert_int_equal(set(fx, &fx->file, adv, "Normal", 0), -EINVAL);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv,
-					     "normal\0x", 8, 0, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal\0x",
+					     8, 0, 0, OWNER),
 			 -EINVAL);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
-					     6, XATTR_CREATE, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
+					     XATTR_CREATE, 0, OWNER),
 			 -EEXIST);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
-					     6, 0x40, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
+					     0x40, 0, OWNER),
 			 -EINVAL);
 	expect_word(fx, &fx->file, adv, "random");
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal",
-					     6, XATTR_REPLACE, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
+					     XATTR_REPLACE, 0, OWNER),
 			 0);
 	expect_word(fx, &fx->file, adv, "normal");
 
@@ -885,7 +888,8 @@ static void test_tunable_bad_values(void **state)
 		"4096 ",
 		"4096x",
 		"4K\n\n",
-		"1MiB",
+		"1MiB ",
+		"1Mi",
 		"K",
 		"99999999999999999999999999",
 		"18446744073709551616",
@@ -908,6 +912,31 @@ static void test_tunable_bad_values(void **state)
 				     bad_table[i], 0),
 				 -EINVAL);
 	expect_tuning(fx, 1u << 20, "on", "on");
+}
+
+/* The size grammar of -o ra_max= (ra_parse_size()): binary suffixes, either
+ * case, with an optional B or iB. */
+static void test_tunable_size_grammar(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct {
+		const char *w;
+		uint64_t bytes;
+	} good[] = {
+		{"1MiB", 1u << 20}, {"2mib", 2u << 20}, {"4MB", 4u << 20},
+		{"8192B", 8192},    {"1G", 1u << 30},	{"0", 0},
+		{"12k\n", 12288},
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
+		char want[24];
+
+		assert_int_equal(
+			set(fx, &fx->root, "user.aheadfs.ra_max", good[i].w, 0),
+			0);
+		snprintf(want, sizeof(want), "%" PRIu64, good[i].bytes);
+		expect_word(fx, &fx->root, "user.aheadfs.ra_max", want);
+	}
 }
 
 static void test_tunable_in_force(void **state)
@@ -1002,9 +1031,9 @@ static void test_names(void **state)
 	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
 					     "user.aheadfs.bogus", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.",
-					     NULL, 0),
-			 -ENODATA);
+	assert_int_equal(
+		afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.", NULL, 0),
+		-ENODATA);
 	/* a too-small buffer */
 	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
 					     "user.aheadfs.stats", buf,
@@ -1105,6 +1134,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tunable_bad_values, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_tunable_size_grammar,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tunable_in_force, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_names, setup, teardown),

@@ -1,0 +1,223 @@
+/* schema.h - the one schema of user.aheadfs.stats: every field's name, kind
+ * and meaning, defined once.
+ *
+ * Owns: the field lists below (X-macros) and the tables generated from
+ * them.  The daemon's renderer (fs/stats/stats.c) expands the lists into
+ * its snapshot structs and renders from them; aheadfs-stat reads the JSON
+ * by them (the live view's columns, the rates, the Prometheus metrics);
+ * docs/stats.md carries the table afs_schema_doc() writes, checked by
+ * tests/unit/stats/test_schema.c.
+ *
+ * A list row is X(obj, key, kind, help):
+ *   obj   the member of the value the field sits in ("cache" for
+ *         cache.hits), empty for a top-level field; rows of one obj are
+ *         consecutive, so the value's objects follow from the rows' order
+ *   key   the field's JSON key
+ *   kind  COUNTER (only grows), GAUGE (the state now), TEXT (a word of the
+ *         owning module's name table), RATIO (a number with three
+ *         decimals), DECISIONS (an object: one counter per readahead
+ *         decision kind, afs_schema_kinds), STREAMS (an array of objects,
+ *         AFS_SCHEMA_STREAM)
+ *   help  one line, the Prometheus HELP text
+ * Metric names: aheadfs_OBJ_KEY (aheadfs_KEY at the top), plus _total for
+ * a counter; DECISIONS is one family with a "kind" label.  Only the
+ * mount's numeric fields are metrics.
+ *
+ * Concurrency: constant tables; pure functions.  Links nothing of the
+ * daemon (aheadfs-stat uses it).
+ */
+#ifndef AFS_STATS_SCHEMA_H
+#define AFS_STATS_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* The readahead counters a file and the mount share. */
+#define AFS_SCHEMA_RA_COUNTS(X)                                                \
+	X(readahead, sync, COUNTER,                                            \
+	  "decisions taken on a miss, a reader waiting for the backing")       \
+	X(readahead, async, COUNTER,                                           \
+	  "windows started before any reader needed them")                     \
+	X(readahead, context, COUNTER, "context readahead decisions")          \
+	X(readahead, random, COUNTER,                                          \
+	  "random decisions: only the pages asked for were read")              \
+	X(readahead, stream, COUNTER,                                          \
+	  "decisions of the per-file stream table")                            \
+	X(readahead, decisions, DECISIONS, "readahead decisions by kind")      \
+	X(readahead, windows, COUNTER,                                         \
+	  "decisions that opened or moved a window")                           \
+	X(readahead, sync_pages, COUNTER,                                      \
+	  "pages read for a waiting reader's own request")                     \
+	X(readahead, async_pages, COUNTER, "pages read ahead of the readers")  \
+	X(readahead, queued, COUNTER, "windows handed to the workers")         \
+	X(readahead, queue_refused, COUNTER,                                   \
+	  "windows the workers' queue refused")                                \
+	X(readahead, enospc, COUNTER, "insertions the cache budget refused")   \
+	X(readahead, thrash, COUNTER,                                          \
+	  "misses on pages read ahead and evicted unused")                     \
+	X(readahead, waste, COUNTER, "pages read ahead and evicted unused")    \
+	X(readahead, errors, COUNTER, "failed backing reads for a reader")
+
+/* The daemon's counters, last in both values. */
+#define AFS_SCHEMA_TAIL(X)                                                     \
+	X(, uncached_reads, COUNTER,                                           \
+	  "reads served from the backing around the cache")                    \
+	X(, revalidations, COUNTER, "files found changed behind the mount")
+
+/* user.aheadfs.stats of a regular file. */
+#define AFS_SCHEMA_FILE(X)                                                     \
+	X(file, ino, GAUGE, "the inode number on the mount")                   \
+	X(file, size, GAUGE, "the backing file's size in bytes")               \
+	X(file, pages, GAUGE, "the size in 4 KiB pages")                       \
+	X(cache, cached_pages, GAUGE, "pages holding data now")                \
+	X(cache, history_pages, GAUGE,                                         \
+	  "pages handed to the kernel and dropped here")                       \
+	X(cache, hits, COUNTER, "pages served from the cache")                 \
+	X(cache, hit_bytes, COUNTER, "bytes served from the cache")            \
+	X(cache, misses, COUNTER, "pages a read found absent")                 \
+	X(cache, inserted, COUNTER, "pages put into the cache")                \
+	X(cache, prefetched, COUNTER, "pages put in ahead of any reader")      \
+	X(cache, evicted, COUNTER, "pages evicted to stay within the budget")  \
+	X(cache, waste, COUNTER, "evicted pages read ahead and never used")    \
+	X(cache, thrash, COUNTER,                                              \
+	  "misses on pages read ahead and evicted unused")                     \
+	X(cache, errors, COUNTER, "pages whose backing read failed")           \
+	X(cache, invalidated, COUNTER,                                         \
+	  "pages dropped because the file changed")                            \
+	X(cache, to_history, COUNTER, "pages dropped to history entries")      \
+	X(cache, enospc, COUNTER, "insertions refused with the cache full")    \
+	X(backing, io, TEXT, "direct or buffered")                             \
+	X(backing, reads, COUNTER, "read calls on the backing")                \
+	X(backing, bytes, COUNTER, "bytes read from the backing")              \
+	X(backing, amplification, RATIO, "backing bytes per byte served")      \
+	AFS_SCHEMA_RA_COUNTS(X)                                                \
+	X(readahead, max_window_pages, GAUGE, "the window cap now, pages")     \
+	X(readahead, stripe_pages, GAUGE, "the stripe windows are rounded to") \
+	X(readahead, advice, TEXT, "the advice in force")                      \
+	X(, streams, STREAMS, "the file's streams, active ones first")         \
+	AFS_SCHEMA_TAIL(X)
+
+/* One element of the file's "streams". */
+#define AFS_SCHEMA_STREAM(X)                                                   \
+	X(, state, TEXT, "active or candidate")                                \
+	X(, start, GAUGE, "the window's first page")                           \
+	X(, size, GAUGE, "the window in pages")                                \
+	X(, async_size, GAUGE, "pages before the window's end the mark sits")  \
+	X(, cap, GAUGE, "the stream's window cap after thrash feedback")       \
+	X(, windows, COUNTER, "windows the stream opened")                     \
+	X(, thrash, COUNTER, "thrash events charged to the stream")            \
+	X(, waste, COUNTER, "wasted pages charged to the stream")
+
+/* user.aheadfs.stats of the mount's root directory. */
+#define AFS_SCHEMA_ROOT(X)                                                     \
+	X(, version, TEXT, "aheadfs's version")                                \
+	X(, uptime_s, GAUGE, "seconds since the mount started")                \
+	X(, started, TEXT, "when the mount started, UTC")                      \
+	X(options, read_mode, TEXT, "kernel or direct")                        \
+	X(options, write_mode, TEXT, "writethrough or writeback")              \
+	X(options, cache_size, GAUGE, "the cache's memory budget in bytes")    \
+	X(options, ra_max, GAUGE,                                              \
+	  "the readahead window cap in bytes, 0 automatic")                    \
+	X(options, ra_workers, GAUGE, "readahead worker threads")              \
+	X(options, stripe, GAUGE, "the stripe width in bytes, 0 probed")       \
+	X(options, chunk, GAUGE, "the chunk size in bytes, 0 probed")          \
+	X(options, context_ra, TEXT, "on, loose or off")                       \
+	X(options, stream_table, TEXT, "on or off")                            \
+	X(options, backing_io, TEXT, "auto, direct or buffered")               \
+	X(cache, budget_bytes, GAUGE, "page data the budget holds")            \
+	X(cache, used_bytes, GAUGE, "page data in use")                        \
+	X(cache, pending_free_bytes, GAUGE,                                    \
+	  "freed page data waiting for readers to leave")                      \
+	X(cache, high_bytes, GAUGE, "the reclaimer starts above this")         \
+	X(cache, low_bytes, GAUGE, "the reclaimer evicts down to this")        \
+	X(cache, cached_pages, GAUGE, "pages holding data now")                \
+	X(cache, history_pages, GAUGE,                                         \
+	  "pages handed to the kernel and dropped here")                       \
+	X(cache, small_pages, GAUGE, "pages in the probationary queue")        \
+	X(cache, main_pages, GAUGE, "pages in the main queue")                 \
+	X(cache, hits, GAUGE, "pages served from the cache, files open now")   \
+	X(cache, misses, GAUGE, "pages reads found absent, files open now")    \
+	X(cache, evictions, COUNTER,                                           \
+	  "pages evicted to stay within the budget")                           \
+	X(cache, waste, COUNTER, "evicted pages read ahead and never used")    \
+	X(cache, thrash, COUNTER,                                              \
+	  "misses on pages read ahead and evicted unused")                     \
+	X(cache, promotions, COUNTER, "pages moved to the main queue")         \
+	X(cache, enospc, COUNTER, "insertions cut short at the budget")        \
+	X(cache, alloc_waits, COUNTER, "readers that waited for memory")       \
+	X(cache, reclaim_runs, COUNTER, "reclaimer wake-ups")                  \
+	X(cache, mappings, GAUGE, "files with a cache now")                    \
+	X(cache, tree_bytes, GAUGE, "memory of the page trees")                \
+	X(cache, page_overhead_bytes, GAUGE,                                   \
+	  "descriptor bytes per cached page")                                  \
+	X(backing, reads, COUNTER, "read calls on the backing")                \
+	X(backing, bytes, COUNTER, "bytes read from the backing")              \
+	X(backing, errors, COUNTER, "failed backing reads")                    \
+	X(backing, opens_direct, COUNTER,                                      \
+	  "backing files opened with O_DIRECT")                                \
+	X(backing, opens_buffered, COUNTER,                                    \
+	  "backing files opened without O_DIRECT")                             \
+	AFS_SCHEMA_RA_COUNTS(X)                                                \
+	X(readahead, files, GAUGE, "files open for readahead now")             \
+	X(readahead, workers, GAUGE, "readahead worker threads")               \
+	X(readahead, queue_depth, GAUGE, "windows waiting for a worker now")   \
+	X(readahead, workers_busy, GAUGE, "windows being read now")            \
+	X(readahead, queue_dropped, COUNTER, "windows the full queue refused") \
+	AFS_SCHEMA_TAIL(X)
+
+enum afs_stat_kind {
+	AFS_STAT_COUNTER,
+	AFS_STAT_GAUGE,
+	AFS_STAT_TEXT,
+	AFS_STAT_RATIO,
+	AFS_STAT_DECISIONS,
+	AFS_STAT_STREAMS,
+};
+
+/* One row of a list. */
+struct afs_schema_field {
+	const char *obj; /* "" at the top level */
+	const char *key;
+	enum afs_stat_kind kind;
+	const char *help;
+};
+
+/* The lists as tables: afs_schema_file[AFS_SCHEMA_FILE_N], ... */
+extern const struct afs_schema_field afs_schema_file[];
+extern const struct afs_schema_field afs_schema_stream[];
+extern const struct afs_schema_field afs_schema_root[];
+extern const size_t afs_schema_file_n, afs_schema_stream_n, afs_schema_root_n;
+
+/* The keys of a DECISIONS object, in the order of enum ra_kind from
+ * RA_KIND_INITIAL (ra/ra.h), NULL-terminated. */
+extern const char *const afs_schema_kinds[];
+#define AFS_SCHEMA_KINDS 13
+
+/** afs_stat_kind_name() - "counter", "gauge", ... Context: Pure. */
+const char *afs_stat_kind_name(enum afs_stat_kind kind);
+
+/**
+ * afs_schema_metric() - @f's Prometheus metric name into @buf.
+ * Context: Pure.
+ * Return: 0, or -ENOENT for a field that is no metric (TEXT, STREAMS),
+ * -ERANGE if @len is too small.
+ */
+int afs_schema_metric(const struct afs_schema_field *f, char *buf, size_t len);
+
+/**
+ * afs_schema_find() - The row of @table (@n rows) for @obj and @key.
+ * Context: Pure.  Return: The row, or NULL.
+ */
+const struct afs_schema_field *
+afs_schema_find(const struct afs_schema_field *table, size_t n, const char *obj,
+		const char *key);
+
+/**
+ * afs_schema_doc() - Write the field reference of docs/stats.md (the lines
+ * between its "schema:begin" and "schema:end" markers) to @out.
+ * Context: Writes to @out.  Return: 0 or -EIO.
+ */
+int afs_schema_doc(FILE *out);
+
+#endif /* AFS_STATS_SCHEMA_H */
