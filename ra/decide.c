@@ -68,30 +68,6 @@ uint64_t ra_next_size(uint64_t cur, uint64_t max)
 	return max;
 }
 
-const char *ra_kind_name(enum ra_kind kind)
-{
-	static const char *const names[RA_KIND_COUNT] = {
-		[RA_KIND_NONE] = "none",
-		[RA_KIND_INITIAL] = "initial",
-		[RA_KIND_OVERSIZE] = "oversize",
-		[RA_KIND_SEQ_MISS] = "sequential",
-		[RA_KIND_CONTEXT] = "context",
-		[RA_KIND_RANDOM] = "random",
-		[RA_KIND_ASYNC] = "async",
-		[RA_KIND_ASYNC_RECOVER] = "async_recover",
-		[RA_KIND_ASYNC_GIVEUP] = "async_giveup",
-		[RA_KIND_STREAM_SEQ] = "stream_sequential",
-		[RA_KIND_STREAM_AHEAD] = "stream_ahead",
-		[RA_KIND_STREAM_REFILL] = "stream_refill",
-		[RA_KIND_STREAM_BEHIND] = "stream_behind",
-		[RA_KIND_STREAM_ASYNC] = "stream_async",
-	};
-
-	if ((unsigned int)kind >= RA_KIND_COUNT)
-		return "unknown";
-	return names[kind];
-}
-
 /* Fill @d from the window (start, size, async_size) and clip its I/O to
  * EOF.  The mark is dropped when it falls past EOF: no reader can reach it,
  * and the kernel does not set it either. */

@@ -384,7 +384,11 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st);
 /** ra_engine_stats() - Fill @st.  Context: any thread; pool lock briefly. */
 void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st);
 
-/** ra_kind_name() - Short stable name of @kind ("context", ...), for stats. */
+/* The names of the decision kinds, indexed by enum ra_kind and
+ * NULL-terminated: the stats keys (fs/stats/schema.h takes them from here). */
+extern const char *const ra_kind_names[RA_KIND_COUNT + 1];
+
+/** ra_kind_name() - ra_kind_names[@kind], "unknown" out of range. */
 const char *ra_kind_name(enum ra_kind kind);
 
 /** ra_backing_io_name() - "auto", "direct", "buffered"; "unknown" for a

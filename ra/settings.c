@@ -1,6 +1,7 @@
 /* settings.c - the engine's settings vocabulary: the name tables of its
  * enums (the per-file advice's too), the one name parser and the one size
- * parser (see ra.h, "Settings").  Pure functions over constant tables: any thread.
+ * parser (see ra.h, "Settings"), and the names of the decision kinds.
+ * Pure functions over constant tables: any thread.
  */
 #include "ra/ra.h"
 
@@ -150,4 +151,29 @@ int ra_parse_size(const char *s, uint64_t *out)
 		return -ERANGE;
 	*out = v * mult;
 	return 0;
+}
+
+const char *const ra_kind_names[RA_KIND_COUNT + 1] = {
+	[RA_KIND_NONE] = "none",
+	[RA_KIND_INITIAL] = "initial",
+	[RA_KIND_OVERSIZE] = "oversize",
+	[RA_KIND_SEQ_MISS] = "seq_miss",
+	[RA_KIND_CONTEXT] = "context",
+	[RA_KIND_RANDOM] = "random",
+	[RA_KIND_ASYNC] = "async",
+	[RA_KIND_ASYNC_RECOVER] = "async_recover",
+	[RA_KIND_ASYNC_GIVEUP] = "async_giveup",
+	[RA_KIND_STREAM_SEQ] = "stream_seq",
+	[RA_KIND_STREAM_AHEAD] = "stream_ahead",
+	[RA_KIND_STREAM_REFILL] = "stream_refill",
+	[RA_KIND_STREAM_BEHIND] = "stream_behind",
+	[RA_KIND_STREAM_ASYNC] = "stream_async",
+	[RA_KIND_COUNT] = NULL,
+};
+
+const char *ra_kind_name(enum ra_kind kind)
+{
+	if ((unsigned int)kind >= RA_KIND_COUNT)
+		return "unknown";
+	return ra_kind_names[kind];
 }

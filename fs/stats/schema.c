@@ -1,6 +1,7 @@
 /* schema.c - the schema's tables, metric names and the documentation table
  * (see schema.h). */
 #include "fs/stats/schema.h"
+#include "ra/ra.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,12 +18,8 @@ const size_t afs_schema_file_n = LEN(afs_schema_file);
 const size_t afs_schema_stream_n = LEN(afs_schema_stream);
 const size_t afs_schema_root_n = LEN(afs_schema_root);
 
-const char *const afs_schema_kinds[AFS_SCHEMA_KINDS + 1] = {
-	"initial",	"oversize",	"seq_miss",	 "context",
-	"random",	"async",	"async_recover", "async_giveup",
-	"stream_seq",	"stream_ahead", "stream_refill", "stream_behind",
-	"stream_async", NULL,
-};
+/* The decision kinds are ra's (ra_kind_names), "none" left out. */
+const char *const *const afs_schema_kinds = &ra_kind_names[RA_KIND_INITIAL];
 
 const char *afs_stat_kind_name(enum afs_stat_kind kind)
 {

@@ -191,7 +191,7 @@ extern const size_t afs_schema_file_n, afs_schema_stream_n, afs_schema_root_n;
 
 /* The keys of a DECISIONS object, in the order of enum ra_kind from
  * RA_KIND_INITIAL (ra/ra.h), NULL-terminated. */
-extern const char *const afs_schema_kinds[];
+extern const char *const *const afs_schema_kinds;
 #define AFS_SCHEMA_KINDS 13
 
 /** afs_stat_kind_name() - "counter", "gauge", ... Context: Pure. */

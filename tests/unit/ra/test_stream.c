@@ -20,7 +20,7 @@ static int active_slots(const struct ra_stream_table *t)
  * readahead-patchset-2009).  Table off (test_decide.c): random 1, 1001, 2,
  * 1002, context at 3 and 1003.  Table on: 1 and 1001 leave candidates
  * (next 2 and 1002); 2 is random by the per-handle rules (contig 1 = req)
- * but continues candidate 2 exactly: stream_sequential 2 + init_size(1) =
+ * but continues candidate 2 exactly: stream_seq 2 + init_size(1) =
  * 4, async 3 (mark 3); the same at 1002.  Reading 3 hits stream 0's own
  * mark: push 6 + next_size(4) = 16 (x4 below 256/16), then 22+32, 54+64,
  * 118+128, 246+256.  The table changes the outcome: streams start one read
@@ -64,7 +64,7 @@ static void test_interleaved_table_on(void **state)
  * columns 1000.. are detected at row 2 by context readahead (2 + 3).  Table
  * on: row 0 leaves a candidate per column (a young stream's reach, 4 x 4
  * pages, does not swallow a column 1000 pages away), row 1 continues it:
- * stream_sequential c+1 + 4 (async 3, mark c+2), and from row 2 on each
+ * stream_seq c+1 + 4 (async 3, mark c+2), and from row 2 on each
  * column pushes its own window: 4 -> 16 -> 32 -> 64 -> 128 -> 256.  Column
  * 0 starts with the initial 0+4 and ramps the same way.  I/O sizes per
  * column: 1, 4, 16, 32, 64, 128, 256, ...
