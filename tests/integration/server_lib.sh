@@ -12,7 +12,11 @@
 #   srv_start NAME CMD...    start CMD in the background as the server NAME
 #                            (its output in $AFS_WORK/NAME.out); the EXIT
 #                            trap stops it (SIGTERM, then SIGKILL after 10 s)
-#                            before lib.sh's cleanup unmounts anything
+#                            before lib.sh's cleanup unmounts anything.  Keep
+#                            the server's config in $AFS_WORK/NAME/: any of
+#                            its processes left after it stopped (forked
+#                            workers carry the config's path on their
+#                            command line) are killed too, by pid
 #   srv_stop NAME            stop it now; fails if it died on its own before
 #   srv_alive NAME           true while it runs
 #   srv_wait_port PORT NAME  wait until something listens on 127.0.0.1:PORT;
@@ -62,7 +66,9 @@ srv_start()
 {
 	local name=$1
 	shift
-	"$@" >"$AFS_WORK/$name.out" 2>&1 &
+	# Its own session and process group: a server may signal its whole
+	# group on shutdown (smbd does), which must not reach the test.
+	setsid "$@" >"$AFS_WORK/$name.out" 2>&1 &
 	_srv_pids[$name]=$!
 }
 
@@ -88,7 +94,32 @@ _srv_kill()
 	done
 	kill -KILL "$pid" 2>/dev/null && echo "$1 killed (SIGTERM ignored 10 s)" >&2
 	wait "$pid" 2>/dev/null
+	_srv_reap_children "$1"
 	return 0
+}
+
+# Processes of the server NAME still running: their command line names a
+# path under $AFS_WORK/NAME/.
+_srv_leftovers()
+{
+	local p
+	for p in /proc/[0-9]*; do
+		tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF "$AFS_WORK/$1/" &&
+			echo "${p#/proc/}"
+	done
+	return 0
+}
+
+_srv_reap_children()
+{
+	local n left
+	for ((n = 0; n < 50; n++)); do
+		left=$(_srv_leftovers "$1")
+		[ -n "$left" ] || return 0
+		[ "$n" -lt 30 ] || kill -KILL $left 2>/dev/null
+		sleep 0.1
+	done
+	echo "$1: processes $left left running" >&2
 }
 
 srv_stop()
