@@ -21,6 +21,7 @@
 # Only committed work is in the clone.  Needs root and debootstrap.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+t0=$(date +%s)
 
 usage()
 {
@@ -146,5 +147,6 @@ rc=0
 chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	/bin/bash -c 'cd /root/aheadfs && exec "$@"' fresh-root "${cmd[@]}" || rc=$?
-echo "== ${cmd[*]}: exit status $rc after $(($(date +%s) - start)) s"
+echo "== ${cmd[*]}: exit status $rc after $(($(date +%s) - start)) s" \
+	"($(($(date +%s) - t0)) s with the root's setup)"
 exit "$rc"
