@@ -78,8 +78,11 @@ for ((i = 0; i < readers; i++)); do
 done
 for ((i = 0; i < readers; i++)); do
 	wait "${pids[i]}" || {
-		# The fifo's reader waits for a writer that never came.
-		exec {fd}>"$W/fifo.$i" && exec {fd}>&-
+		# The fifos' readers may wait for a writer that never came: one
+		# opens and closes each (read-write: that never blocks).
+		for ((j = 0; j < readers; j++)); do
+			exec {fd}<>"$W/fifo.$j" && exec {fd}>&-
+		done
 		afs_fail "smbclient reader $i failed: $(cat "$W/client.$i.out")"
 	}
 	wait "${sums[i]}"
