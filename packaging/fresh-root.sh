@@ -80,6 +80,9 @@ mkdir -p "$cache"
 # One base per mirror: the tarball name carries a digest of its address.
 base=$cache/bookworm-minbase-$(printf '%s' "$mirror" | sha256sum | cut -c1-12).tar
 root=$(mktemp -d "$cache/root.XXXXXX")
+# The root's / as on any machine (mktemp makes it 0700: users other than
+# root could reach nothing).
+chmod 0755 "$root"
 
 cleanup()
 {
