@@ -80,9 +80,6 @@ mkdir -p "$cache"
 # One base per mirror: the tarball name carries a digest of its address.
 base=$cache/bookworm-minbase-$(printf '%s' "$mirror" | sha256sum | cut -c1-12).tar
 root=$(mktemp -d "$cache/root.XXXXXX")
-# The root's / as on any machine (mktemp makes it 0700: users other than
-# root could reach nothing).
-chmod 0755 "$root"
 
 cleanup()
 {
@@ -114,6 +111,7 @@ trap 'exit 143' TERM
 if [ ! -f "$base" ]; then
 	echo "== debootstrap --variant=minbase bookworm from $mirror (cached in $base)"
 	stage=$(mktemp -d "$cache/stage.XXXXXX")
+	chmod 0755 "$stage"
 	if ! debootstrap --variant=minbase bookworm "$stage" "$mirror" \
 		>"$stage.log" 2>&1; then
 		tail -n 30 "$stage.log" >&2
@@ -129,6 +127,14 @@ fi
 
 echo "== a pristine root in $root"
 tar -C "$root" --numeric-owner -xf "$base"
+# The root's / as on any machine (mktemp makes directories 0700, and a base
+# made by an older version of this script has that mode: users other than
+# root could reach nothing).
+chmod 0755 "$root"
+# What a booted Debian 12 has and a debootstrapped root lacks: systemd's
+# tmpfiles make /etc/mtab a link to the kernel's mount table at boot.
+# (nfs-ganesha's VFS backend finds file systems through it.)
+[ -e "$root/etc/mtab" ] || ln -s ../proc/self/mounts "$root/etc/mtab"
 # A fresh machine resolves names: give the root this machine's resolver.
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 

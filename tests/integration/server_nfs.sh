@@ -61,6 +61,16 @@ EXPORT {
 }
 LOG { Default_Log_Level = EVENT; }
 CONF
+# Fails the test with ganesha's log.
+nfs_fail()
+{
+	tail -n 40 "$W/ganesha.log" >&2 2>/dev/null || true
+	afs_fail "$@"
+}
+# The VFS backend finds the exported file system in /etc/mtab: without it
+# the export is not made and clients get NFS4ERR_NOENT.
+[ -e /etc/mtab ] || afs_fail "/etc/mtab is missing (a link to /proc/self/mounts" \
+	"on a booted system): nfs-ganesha's VFS backend cannot find file systems"
 srv_start ganesha "$GANESHA" -F -f "$W/ganesha.conf" -L "$W/ganesha.log" \
 	-p "$W/run/ganesha.pid"
 srv_wait_port "$port" ganesha
@@ -73,13 +83,13 @@ for ((i = 0; i < readers; i++)); do
 	pids[i]=$!
 done
 for ((i = 0; i < readers; i++)); do
-	wait "${pids[i]}" || afs_fail "nfs-cat reader $i failed: $(cat "$W/cat.$i.err")"
+	wait "${pids[i]}" || nfs_fail "nfs-cat reader $i failed: $(cat "$W/cat.$i.err")"
 done
 secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 for ((i = 0; i < readers; i++)); do
 	got=$(cat "$W/sum.$i")
 	[ "$got" = "$want" ] ||
-		afs_fail "reader $i: NFS copy differs (sha256 $got, backing $want)" \
+		nfs_fail "reader $i: NFS copy differs (sha256 $got, backing $want)" \
 			"$(cat "$W/cat.$i.err")"
 done
 echo "$readers NFSv4 readers x $((size >> 20)) MiB through ganesha: bytes match (${secs}s)"
