@@ -1,4 +1,7 @@
-# Debian package of the daemon, aheadfs-stat and their man pages:
+# CPack settings, for archives of the installed files (cpack -G TGZ).  The
+# Debian package is built by packaging/deb.sh instead (compressed man pages,
+# copyright and changelog, Depends from dpkg-shlibdeps, lintian-clean), from
+# the packaging files in packaging/debian/.  A CPack .deb still works:
 #   cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release
 #   cmake --build build/release && (cd build/release && cpack -G DEB)
 set(CPACK_PACKAGE_NAME aheadfs)

@@ -3,9 +3,11 @@
 # whole test suite three times: a release build (everything), an ASan+UBSan
 # build (everything) and a ThreadSanitizer build (the unit and stress tests:
 # liburcu and libfuse are not TSan-instrumented, so the daemon is not run
-# under TSan).  Needs root (apt-get, FUSE mounts, loop devices).
+# under TSan); then the package stage (tests/package.sh: the Debian package
+# is built, installed, mounted through fstab and mount -t, and purged).
+# Needs root (apt-get, FUSE mounts, loop devices).
 #
-# Usage: tests/run.sh [release|asan|tsan]...   (default: all three)
+# Usage: tests/run.sh [release|asan|tsan|package]...   (default: all four)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -14,10 +16,17 @@ packaging/deps.sh --test
 
 jobs=$(nproc)
 configs=("$@")
-[ "${#configs[@]}" -gt 0 ] || configs=(release asan tsan)
+[ "${#configs[@]}" -gt 0 ] || configs=(release asan tsan package)
 
 run_config() {
 	local cfg=$1 dir=build/test-$1 label=()
+	if [ "$cfg" = package ]; then
+		echo "=== package: build, install, mount, purge (tests/package.sh)"
+		local rc=0
+		tests/package.sh || rc=$?
+		[ "$rc" -ne 77 ] || { echo "=== package: skipped (no /dev/fuse)"; return 0; }
+		return "$rc"
+	fi
 	local args=(-DAHEADFS_WERROR=ON -DAHEADFS_DEBUG=ON -DAHEADFS_TESTS=ON)
 	case "$cfg" in
 	release) args+=(-DCMAKE_BUILD_TYPE=Release -DAHEADFS_DEBUG=OFF) ;;

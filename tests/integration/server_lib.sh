@@ -1,0 +1,181 @@
+# server_lib.sh - shared by the server_*.sh tests (file servers run on the
+# mountpoint, read by user-space clients over loopback): sourced after lib.sh
+# and cache_lib.sh.
+#
+# Functions:
+#   srv_install PKG...       apt-get install the packages that are missing
+#                            (apt-get update first), serialized between
+#                            tests; services the packages would start are
+#                            not started (a policy-rc.d for the install when
+#                            the machine has none): the test starts its own
+#   srv_port                 a free TCP port on 127.0.0.1
+#   srv_start NAME CMD...    start CMD in the background as the server NAME
+#                            (its output in $AFS_WORK/NAME.out); the EXIT
+#                            trap stops it (SIGTERM, then SIGKILL after 10 s)
+#                            before lib.sh's cleanup unmounts anything.  Keep
+#                            the server's config in $AFS_WORK/NAME/: any of
+#                            its processes left after it stopped (forked
+#                            workers carry the config's path on their
+#                            command line) are killed too, by pid
+#   srv_stop NAME            stop it now; fails if it died on its own before
+#   srv_alive NAME           true while it runs
+#   srv_wait_port PORT NAME  wait until something listens on 127.0.0.1:PORT;
+#                            fails if NAME exits first or after AFS_WAIT_S
+#   srv_assert_readahead JSON WHAT  the stats assertion of these tests: of
+#                            all readahead decisions (the 13 kinds of
+#                            readahead.decisions), async ones >= 80 % and
+#                            random ones <= 5 %, and a window at the cap
+#                            (an active stream's size = max_window_pages)
+
+srv_install()
+{
+	local p missing=() policy=/usr/sbin/policy-rc.d ours=0 rc=0
+	for p; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -qx "install ok installed" || missing+=("$p")
+	done
+	[ "${#missing[@]}" -gt 0 ] || return 0
+	afs_require_root
+	echo "installing ${missing[*]}"
+	(
+		flock 9
+		if [ ! -e "$policy" ]; then
+			printf '#!/bin/sh\n# while a test installs packages\nexit 101\n' \
+				>"$policy"
+			chmod 0755 "$policy"
+			ours=1
+		fi
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get -o DPkg::Lock::Timeout=300 update -q >/dev/null &&
+			apt-get -o DPkg::Lock::Timeout=300 install -y -q \
+				--no-install-recommends "${missing[@]}" || rc=$?
+		[ "$ours" -eq 0 ] || rm -f "$policy"
+		exit "$rc"
+	) 9>/run/lock/afs-test-apt.lock >"$AFS_WORK/apt.log" 2>&1 || {
+		tail -n 30 "$AFS_WORK/apt.log" >&2
+		afs_fail "apt-get install ${missing[*]} failed"
+	}
+}
+
+srv_port()
+{
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+declare -A _srv_pids=()
+srv_start()
+{
+	local name=$1
+	shift
+	# Its own session and process group: a server may signal its whole
+	# group on shutdown (smbd does), which must not reach the test.
+	setsid "$@" >"$AFS_WORK/$name.out" 2>&1 &
+	_srv_pids[$name]=$!
+}
+
+srv_alive()
+{
+	local pid=${_srv_pids[$1]:-}
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+_srv_kill()
+{
+	local pid=${_srv_pids[$1]:-} n rc=0
+	[ -n "$pid" ] || return 0
+	unset "_srv_pids[$1]"
+	kill -TERM "$pid" 2>/dev/null || {
+		wait "$pid" 2>/dev/null || rc=$?
+		echo "$1 had exited ($rc) before it was stopped" >&2
+		return 1
+	}
+	for ((n = 0; n < 100; n++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null && echo "$1 killed (SIGTERM ignored 10 s)" >&2
+	wait "$pid" 2>/dev/null
+	_srv_reap_children "$1"
+	return 0
+}
+
+# Processes of the server NAME still running: their command line names a
+# path under $AFS_WORK/NAME/.
+_srv_leftovers()
+{
+	local p
+	for p in /proc/[0-9]*; do
+		tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF "$AFS_WORK/$1/" &&
+			echo "${p#/proc/}"
+	done
+	return 0
+}
+
+_srv_reap_children()
+{
+	local n left
+	for ((n = 0; n < 50; n++)); do
+		left=$(_srv_leftovers "$1")
+		[ -n "$left" ] || return 0
+		[ "$n" -lt 30 ] || kill -KILL $left 2>/dev/null
+		sleep 0.1
+	done
+	echo "$1: processes $left left running" >&2
+}
+
+srv_stop()
+{
+	_srv_kill "$1" || {
+		tail -n 30 "$AFS_WORK/$1.out" >&2
+		afs_fail "$1 died during the test"
+	}
+}
+
+srv_wait_port()
+{
+	local port=$1 name=$2 i
+	for ((i = 0; ; i++)); do
+		# A connection, opened and closed (bash's /dev/tcp: no iproute2).
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+		if ! srv_alive "$name"; then
+			tail -n 30 "$AFS_WORK/$name.out" >&2
+			afs_fail "$name exited before listening on port $port"
+		fi
+		[ "$i" -lt $((AFS_WAIT_S * 10)) ] ||
+			afs_fail "$name not listening on port $port after ${AFS_WAIT_S}s"
+		sleep 0.1
+	done
+}
+
+srv_assert_readahead()
+{
+	local js=$1 what=$2 all="sum(g('readahead.decisions').values())"
+	ac_show "$what" "$js"
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])["readahead"]
+n = sum(r["decisions"].values())
+print("%s: %d decisions: async %.1f %%, random %.1f %%" % (sys.argv[2], n,
+      100.0 * r["async"] / max(n, 1), 100.0 * r["random"] / max(n, 1)))' \
+		"$js" "$what"
+	ac_assert "$js" "$all > 0" "$what: no readahead decisions at all"
+	ac_assert "$js" "g('readahead.async') >= 0.80 * $all" \
+		"$what: async readahead below 80 % of the decisions"
+	ac_assert "$js" "g('readahead.random') <= 0.05 * $all" \
+		"$what: random decisions above 5 %"
+	ac_assert "$js" "any(s['state'] == 'active' and s['size'] >= g('readahead.max_window_pages') for s in g('streams'))" \
+		"$what: no window reached the cap (max_window_pages)"
+}
+
+# Servers stop before lib.sh's cleanup unmounts what they serve.
+_srv_cleanup()
+{
+	local rc=$? name
+	set +e
+	for name in "${!_srv_pids[@]}"; do
+		_srv_kill "$name"
+	done
+	_srv_rc() { return "$rc"; }
+	_srv_rc
+	_afs_cleanup
+}
+trap _srv_cleanup EXIT
