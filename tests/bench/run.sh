@@ -15,7 +15,8 @@
 #   TARGETS   comma list (default backing,bindfs,mergerfs,aheadfs,aheadfs-direct):
 #             backing         the ext4 directory itself
 #             bindfs          Debian's bindfs, a plain FUSE passthrough
-#             mergerfs        Debian's mergerfs -o cache.files=off
+#             mergerfs        Debian's mergerfs -o cache.files=off (and
+#                             minfreespace=0: the volume is small)
 #             aheadfs         aheadfs with its defaults (read_mode=kernel)
 #             aheadfs-direct  aheadfs -o read_mode=direct
 #             aheadfs-OPTS    aheadfs -o OPTS, options joined by '+'
@@ -137,6 +138,9 @@ if [ -d /sys/fs/cgroup/memory ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; th
 	mem_root=${mem_root//\/\//\/}
 fi
 
+# In the mount table, even when stat fails (a dead daemon's ENOTCONN).
+is_mounted() { awk -v m="$1" '$2 == m {f = 1} END {exit !f}' /proc/self/mounts; }
+
 stop_pid() { # PID: TERM, then KILL after 10 s
 	local pid=$1
 	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
@@ -159,15 +163,13 @@ cg_remove() { # DIR: move stragglers out, remove
 cleanup() {
 	set +e
 	[ -n "$server" ] && stop_pid "$server"
-	if mountpoint -q "$mnt"; then
-		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
-	fi
+	is_mounted "$mnt" && { fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"; }
 	[ -n "$daemon" ] && stop_pid "$daemon"
 	cg_remove "$cg_blk"
 	cg_remove "$cg_mem"
 	[ -n "$blk_root" ] && [ -d "$blk_root" ] && rmdir "$blk_root"
 	[ -n "$mem_root" ] && [ -d "$mem_root" ] && rmdir "$mem_root"
-	mountpoint -q "$vol" && umount "$vol"
+	is_mounted "$vol" && umount "$vol"
 	[ -n "$loopdev" ] && losetup -d "$loopdev"
 	local kv
 	for kv in "${dirty_saved[@]}"; do
@@ -320,7 +322,7 @@ mount_target() { # TARGET LOG: mounts it at $mnt, the daemon in the cell's cgrou
 	case $t in
 	backing) return 0 ;;
 	bindfs) (cg_exec bindfs -f "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
-	mergerfs) (cg_exec mergerfs -f -o cache.files=off "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
+	mergerfs) (cg_exec mergerfs -f -o cache.files=off,minfreespace=0 "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
 	aheadfs) (cg_exec "$AHEADFS" -f "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
 	aheadfs-direct) (cg_exec "$AHEADFS" -f -o read_mode=direct "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
 	aheadfs-*) (cg_exec "$AHEADFS" -f -o "$(tr + , <<<"${t#aheadfs-}")" "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
@@ -334,11 +336,15 @@ mount_target() { # TARGET LOG: mounts it at $mnt, the daemon in the cell's cgrou
 }
 
 umount_target() {
-	if mountpoint -q "$mnt"; then
+	if is_mounted "$mnt"; then
 		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
 	fi
 	[ -n "$daemon" ] && stop_pid "$daemon"
 	daemon=
+	# A dead daemon's mount can need the lazy unmount after all.
+	if is_mounted "$mnt"; then
+		umount -l "$mnt" 2>/dev/null || true
+	fi
 }
 
 nfs_port=$((20000 + $$ % 20000))
@@ -545,7 +551,7 @@ hdr() {
 hdr >&2
 
 csv=$out.csv
-echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra" >"$csv"
+echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra,cell_seconds" >"$csv"
 declare -A res
 nt=${#tlist[@]}
 for profile in "${plist[@]}"; do
@@ -557,10 +563,12 @@ for profile in "${plist[@]}"; do
 		for run in $(seq "$runs"); do
 			for j in $(seq 0 $((nt - 1))); do
 				t=${tlist[$(((j + run - 1) % nt))]}
+				c_start=$(date +%s.%N)
 				run_cell "$profile" "$t" "$row"
 				r=$cell_result
 				res[$profile,$name,$t,$run]=$r
-				printf '%s,"%s",%s,%s,"%s"\n' "$profile" "$name" "$t" "$run" "$(sed 's/|/","/g' <<<"$r")" >>"$csv"
+				printf '%s,"%s",%s,%s,"%s",%.1f\n' "$profile" "$name" "$t" "$run" "$(sed 's/|/","/g' <<<"$r")" \
+					"$(awk -v a="$c_start" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')" >>"$csv"
 				printf '%-5s %-58s %-15s run %s: %s\n' "$profile" "$name" "$t" "$run" "$r" >&2
 			done
 		done
@@ -629,6 +637,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else 
 		echo
 		echo "Per cell (the median run): device I/Os and bytes (reads; writes for the write rows) from /sys/block/$loopname/stat, the cell cgroup's blkio.throttle.io_serviced count for the device, average device I/O, read amplification (device bytes ÷ bytes delivered), latency per request, the daemon's VmHWM, the cgroup's memory.max_usage_in_bytes."
 		echo
+		n_cmp=0 n_eq=0 cmp_diff=()
 		echo "| workload | target | MB/s | device I/Os | cgroup I/Os | device MiB | avg I/O KiB | dev ÷ delivered | p50 / p99 µs | daemon RSS MiB | cgroup peak MiB | notes |"
 		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 		for row in "${rows[@]}"; do
@@ -647,8 +656,21 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else 
 				lat=-
 				[ "$p50" != - ] && lat="$p50 / $p99"
 				echo "| $name | $t | $(fmt_mb "$mbs") | $dios | $cgio | $(mib "$dbytes" 1048576) | $avg | $amp | $lat | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | $extra |"
+				if [ "$kind" != write ] && [[ $cgio =~ ^[0-9]+$ ]]; then
+					n_cmp=$((n_cmp + 1))
+					if [ "$cgio" = "$dios" ]; then
+						n_eq=$((n_eq + 1))
+					elif [ "${#cmp_diff[@]}" -lt 6 ]; then
+						cmp_diff+=("$name / $t: $cgio vs $dios")
+					fi
+				fi
 			done
 		done
+		echo
+		echo "Read I/Os counted by the cell's blkio cgroup equal the device's own count in $n_eq of $n_cmp cells$([ "${#cmp_diff[@]}" -gt 0 ] && printf '; differing (cgroup vs device), first %d: %s' "${#cmp_diff[@]}" "$(IFS=';'; echo "${cmp_diff[*]}")")."
+		if [ "$profile" = fast ] && printf '%s\n' "${rows[@]}" | grep -q '^write|'; then
+			echo "Write rows: device writes include the journal and what the flusher wrote back (not charged to the cgroup, hence the smaller cgroup count)."
+		fi
 	done
 	echo
 	echo "Took $(( ($(date +%s) - t_start) / 60 )) min $(( ($(date +%s) - t_start) % 60 )) s. Every run: $(basename "$csv")."
@@ -667,6 +689,8 @@ for profile in "${plist[@]}"; do
 			printf '%s\t%s\t%s\n' "$name" "$t" "$v"
 		done
 	done >"$out.$profile.tsv"
+	# RESULTS.tsv: the fast profile, as earlier versions of this script wrote.
+	[ "$profile" = fast ] && cp "$out.$profile.tsv" "$out.tsv"
 	if [ "$mode" != smoke ] && need 'command -v gnuplot' gnuplot-nox; then
 		"$here/plot.sh" "$out.$profile.tsv" "$out.$profile.png" \
 			"Throughput relative to the backing, device profile $profile" >&2 || true
