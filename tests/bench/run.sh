@@ -150,13 +150,16 @@ stop_pid() { # PID: TERM, then KILL after 10 s
 	wait "$pid" 2>/dev/null || true
 }
 
-cg_remove() { # DIR: move stragglers out, remove
-	local d=$1
+cg_remove() { # DIR: stop what is still in it (a hung reader), remove it
+	local d=$1 p
 	[ -n "$d" ] && [ -d "$d" ] || return 0
-	local p
-	while read -r p; do
-		[ -n "$p" ] && echo "$p" >"$(dirname "$d")/../cgroup.procs" 2>/dev/null || true
-	done <"$d/cgroup.procs"
+	for _ in $(seq 50); do
+		[ -n "$(cat "$d/cgroup.procs" 2>/dev/null)" ] || break
+		while read -r p; do
+			kill -KILL "$p" 2>/dev/null || true
+		done <"$d/cgroup.procs"
+		sleep 0.1
+	done
 	rmdir "$d" 2>/dev/null || { sleep 0.5; rmdir "$d" 2>/dev/null || true; }
 }
 
@@ -196,6 +199,7 @@ nfs_why=
 if [ ! -x "$NFS_READ" ]; then
 	NFS_READ=$work/nfs_read
 	need 'pkg-config --exists libnfs' pkg-config libnfs-dev || true
+	# shellcheck disable=SC2046 # pkg-config's flags are words
 	if ! pkg-config --exists libnfs 2>/dev/null ||
 		! cc "${cflags[@]}" -o "$NFS_READ" "$here/nfs_read.c" \
 			$(pkg-config --cflags --libs libnfs) -pthread 2>"$work/nfs_read.cc"; then
