@@ -494,7 +494,7 @@ run_cell() {
 		elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 			status="ERR (timed out after $tmo s)"
 		elif [ "$rc" != 0 ] || [ -z "$line" ]; then
-			reason=$(grep -v '^$' "$log" | tail -1 | tr '|' '/' | cut -c1-80)
+			reason=$(grep -v '^$' "$log" | tail -1 | tr '|' '/' | cut -c1-80) || true
 			[ "$(oom_kills)" != "$k0" ] && reason="reader OOM-killed"
 			status="ERR (${reason:-exit $rc})"
 		fi
@@ -678,7 +678,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else 
 	done
 	echo
 	echo "Took $(( ($(date +%s) - t_start) / 60 )) min $(( ($(date +%s) - t_start) % 60 )) s. Every run: $(basename "$csv")."
-	[ -d "$logs" ] && echo "Logs of the cells that failed: $(basename "$logs")/."
+	if [ -d "$logs" ]; then
+		echo "Logs of the cells that failed: $(basename "$logs")/."
+	fi
 } | tee "$out"
 
 # Plots: one per device profile, failed cells drawn as 0.
