@@ -53,13 +53,14 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 here=$top/tests/bench
 t_start=$(date +%s)
 
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; }
 mode=full
 args=()
 for a in "$@"; do
 	case $a in
 	--quick) mode=quick ;;
 	--smoke) mode=smoke ;;
-	--help) sed -n '2,48p' "$0"; exit 0 ;;
+	--help) usage; exit 0 ;;
 	*) args+=("$a") ;;
 	esac
 done
@@ -76,7 +77,7 @@ while getopts s:t:r:p:i:w:o:h opt; do
 	i) iops=$OPTARG ;;
 	w) only=$OPTARG ;;
 	o) out=$OPTARG ;;
-	*) sed -n '2,48p' "$0"; exit 2 ;;
+	*) usage >&2; exit 2 ;;
 	esac
 done
 
@@ -699,7 +700,7 @@ for profile in "${plist[@]}"; do
 	[ "$profile" = fast ] && cp "$out.$profile.tsv" "$out.tsv"
 	if [ "$mode" != smoke ] && need 'command -v gnuplot' gnuplot-nox; then
 		"$here/plot.sh" "$out.$profile.tsv" "$out.$profile.png" \
-			"Throughput relative to the backing, device profile $profile" >&2 || true
+			"Throughput relative to the backing, device profile $profile (no bar: the cell failed, see the table)" >&2 || true
 	fi
 done
 
