@@ -91,7 +91,7 @@ smoke) d_size=24M d_runs=1 limit=8M cap=0.3 slow_s=0.3 wtotal=8M ddtotal=6M nfs_
 esac
 size=${size:-$d_size} runs=${runs:-$d_runs}
 bytes=$(numfmt --from=iec "$size")
-[ "$(numfmt --from=iec "$limit")" -gt "$bytes" ] && limit=$bytes
+[ "$(numfmt --from=iec "$limit")" -gt "$bytes" ] && limit=$size
 
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (loop devices, cgroups, drop_caches)" >&2; exit 77; }
 [ -c /dev/fuse ] || { echo "run.sh: no /dev/fuse" >&2; exit 77; }
