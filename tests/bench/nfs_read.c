@@ -18,7 +18,9 @@
  * The clock starts once every reader has mounted and opened its file.
  * Prints one line like read_patterns: "nfs-MODE bytes seconds MB/s requests".
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* clock_nanosleep, pthread_barrier_t; the build defines it */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

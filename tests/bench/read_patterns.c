@@ -46,7 +46,9 @@
  *          --warm 1 (read the range once, untimed, before the timed pass:
  *          the hot-cache workload), --tenths 1 (seq: time every tenth).
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* clock_nanosleep, pthread_barrier_t; the build defines it */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
