@@ -29,9 +29,13 @@ awk -F'\t' '
 		}
 	}' "$tsv" >"$work/data"
 ncols=$(head -1 "$work/data" | awk -F'\t' '{print NF}')
+# Wide enough for every workload's group of bars, room for the long labels.
+nrows=$(($(wc -l <"$work/data") - 1))
+width=$((nrows * 55 + 300))
+[ "$width" -lt 1200 ] && width=1200
 
 gnuplot <<GP
-set terminal pngcairo size 1200,620 font "sans,10" noenhanced
+set terminal pngcairo size $width,760 font "sans,10" noenhanced
 set output "$png"
 set title "$title"
 set style data histograms
@@ -42,6 +46,8 @@ set ylabel "throughput / backing's"
 set grid ytics
 set key top left
 set xtics rotate by -30 left
+set bmargin 14
+set rmargin 30
 set yrange [0:*]
 set offsets 0, 0, graph 0.08, 0
 set datafile separator "\t"

@@ -1,7 +1,16 @@
-/* read_patterns.c - the read workloads of the seed reports, timed.
+/* read_patterns.c - the read and write workloads of the seed reports, timed.
  *
  * Usage: read_patterns PATTERN FILE [options]
- * Prints one line: "PATTERN bytes seconds MB/s requests" (MB = 10^6 bytes).
+ *        read_patterns write DIR [options]
+ * Prints one line: "PATTERN bytes seconds MB/s requests [key=value...]"
+ * (MB = 10^6 bytes).  The extra fields, where the pattern has them:
+ *   p50_us, p99_us  latency of one request (random, per-request)
+ *   tenths          MB/s of each tenth of the range, comma-separated (seq
+ *                   with --tenths)
+ *   flat            the slowest tenth over the median tenth
+ *   paced           bytes the streams were paced to deliver (slow)
+ *   streams_ok      streams that delivered >= 98 % of their paced bytes, of all
+ *   min_pct         the worst stream's delivered / paced bytes, percent
  *
  * Patterns (each names the report it comes from, see ../../docs/benchmarks.md):
  *   seq          one reader, --bs bytes per read (default 1 MiB), whole file
@@ -11,8 +20,9 @@
  *   interleave   one reader, --streams streams (default 2) started evenly
  *                through the file, --bs per read (default 4 KiB), visited in
  *                turn: 1,1001,2,1002,... (the context readahead patch set)
- *   column       a matrix column scan: --streams columns (default 64), 4 KiB
- *                per read, page c*stride + r for r = 0.. then the next row
+ *   column       the column scan of a matrix of --streams rows (default 512),
+ *                each row a contiguous 1/rows of the file: 4 KiB of row 0,
+ *                of row 1, ... of the last row, then the next 4 KiB of each
  *   random       --count random reads (default 2000) of --bs bytes (default
  *                8 KiB, also try 2048) at page-aligned offsets, --threads
  *                readers (default 1; 5 = one reader with 4 thrashers as in the
@@ -20,10 +30,25 @@
  *   per-request  --threads readers (default 4) sharing one sequential stream:
  *                each request opens the file, preads --bs (default 128 KiB) at
  *                the next offset of the stream and closes (NFS/SMB thread pool)
+ *   slow         --streams readers (default 64), each with its own fd reading
+ *                its own 1/streams of the file sequentially, --bs (default
+ *                4 KiB) per read, paced at --rate bytes a second each (default
+ *                512 KiB), for --seconds (default 20)
+ *   write        --threads writers (default 8), each writing its own new file
+ *                DIR/write.N, --bs per write (default 64 KiB), --total bytes in
+ *                all (default 2 GiB); the clock stops after every file's fsync
+ *                (tiobench, parallel dd)
  *
  * Options: --bs N[K|M], --threads N, --streams N, --count N, --seed N,
- *          --limit N[K|M|G] (read at most this many bytes of the file).
+ *          --limit N[K|M|G] (read at most this many bytes of the file),
+ *          --seconds S (stop reading after S seconds; slow: its duration),
+ *          --rate N[K|M] (slow), --total N[K|M|G] (write),
+ *          --warm 1 (read the range once, untimed, before the timed pass:
+ *          the hot-cache workload), --tenths 1 (seq: time every tenth).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* clock_nanosleep, pthread_barrier_t; the build defines it */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -37,19 +62,30 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MAX_THREADS 256
+
 struct params {
 	const char *pattern, *path;
-	uint64_t bs, limit, count, seed;
+	uint64_t bs, limit, count, seed, rate, total;
+	double seconds;
 	unsigned int threads, streams;
+	bool warm, tenths;
 	uint64_t size; /* bytes of the file in play */
 };
 
 struct shared {
 	const struct params *p;
-	int fd; /* shared-fd, interleave, column */
+	int fd; /* shared-fd, interleave, column, random */
+	double deadline; /* 0: none */
 	uint64_t next; /* __atomic: per-request's stream position */
 	uint64_t bytes, requests; /* __atomic */
 	int error; /* __atomic: first errno */
+	pthread_mutex_t lock; /* lat, tenth_at */
+	double *lat; /* seconds per request, when recorded */
+	size_t nlat, caplat;
+	double tenth_at[11]; /* seq --tenths: when bytes passed k tenths */
+	uint64_t paced, streams_ok; /* slow */
+	double min_pct; /* slow */
 };
 
 static double now(void)
@@ -103,16 +139,77 @@ static void fail(struct shared *s, int err)
 				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
+static bool expired(const struct shared *s)
+{
+	return s->deadline > 0 && now() >= s->deadline;
+}
+
+/* A thread's latencies, merged into the shared list when it ends. */
+struct lats {
+	double *v;
+	size_t n, cap;
+};
+
+static void lat_add(struct lats *l, double sec)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 4096;
+		double *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = sec;
+}
+
+static void lat_merge(struct shared *s, struct lats *l)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->nlat + l->n > s->caplat) {
+		size_t cap = s->nlat + l->n;
+		double *v = realloc(s->lat, cap * sizeof(*v));
+
+		if (v) {
+			s->lat = v;
+			s->caplat = cap;
+		}
+	}
+	if (s->nlat + l->n <= s->caplat) {
+		memcpy(s->lat + s->nlat, l->v, l->n * sizeof(*l->v));
+		s->nlat += l->n;
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(l->v);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 static void *thread_shared_fd(void *arg)
 {
 	struct shared *s = arg;
-	char *buf = malloc(s->p->bs);
-	ssize_t n;
+	const struct params *p = s->p;
+	char *buf = malloc(p->bs);
+	unsigned int tenth = 1;
+	ssize_t n = 0;
 
 	/* read(2) on one fd: the threads share and advance its position. */
-	while (buf && (n = read(s->fd, buf, s->p->bs)) > 0) {
-		account(s, n);
-		if (__atomic_load_n(&s->bytes, __ATOMIC_RELAXED) >= s->p->size)
+	while (buf && (n = read(s->fd, buf, p->bs)) > 0) {
+		uint64_t b = __atomic_add_fetch(&s->bytes, (uint64_t)n,
+						__ATOMIC_RELAXED);
+
+		__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
+		/* --tenths is only offered with one reader (seq). */
+		while (p->tenths && tenth <= 10 &&
+		       b >= p->size / 10 * tenth)
+			s->tenth_at[tenth++] = now();
+		if (b >= p->size || expired(s))
 			break;
 	}
 	if (!buf || n < 0)
@@ -125,10 +222,12 @@ static void *thread_per_request(void *arg)
 {
 	struct shared *s = arg;
 	char *buf = malloc(s->p->bs);
+	struct lats l = {0};
 
-	for (; buf;) {
+	for (; buf && !expired(s);) {
 		uint64_t off = __atomic_fetch_add(&s->next, s->p->bs,
 						  __ATOMIC_RELAXED);
+		double t0 = now();
 		int fd;
 		ssize_t n;
 
@@ -145,8 +244,10 @@ static void *thread_per_request(void *arg)
 			fail(s, errno);
 			break;
 		}
+		lat_add(&l, now() - t0);
 		account(s, n);
 	}
+	lat_merge(s, &l);
 	free(buf);
 	return NULL;
 }
@@ -160,49 +261,164 @@ static uint64_t rnd(uint64_t *x)
 	return *x * 2685821657736338717ULL;
 }
 
-struct random_arg {
+struct thread_arg {
 	struct shared *s;
 	uint64_t seed;
+	unsigned int index;
 };
 
 static void *thread_random(void *arg)
 {
-	struct random_arg *a = arg;
+	struct thread_arg *a = arg;
 	struct shared *s = a->s;
 	const struct params *p = s->p;
 	uint64_t x = a->seed ? a->seed : 1, pages = p->size / 4096;
 	char *buf = malloc(p->bs);
+	struct lats l = {0};
 
-	for (uint64_t i = 0; buf && i < p->count && pages; i++) {
+	for (uint64_t i = 0; buf && i < p->count && pages && !expired(s);
+	     i++) {
 		uint64_t off = (rnd(&x) % pages) * 4096;
+		double t0 = now();
 		ssize_t n = pread(s->fd, buf, p->bs, (off_t)off);
 
 		if (n < 0) {
 			fail(s, errno);
 			break;
 		}
+		lat_add(&l, now() - t0);
 		account(s, n);
 	}
+	lat_merge(s, &l);
 	free(buf);
 	return NULL;
 }
 
-static int run_threads(struct shared *s, void *(*fn)(void *), unsigned int n,
-		       void **args)
+static void sleep_until(double t)
 {
-	pthread_t t[256];
+	struct timespec ts = {.tv_sec = (time_t)t,
+			      .tv_nsec = (long)((t - (double)(time_t)t) * 1e9)};
 
-	if (n > 256)
-		n = 256;
-	for (unsigned int i = 0; i < n; i++)
-		if (pthread_create(&t[i], NULL, fn, args ? args[i] : s)) {
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
+		;
+}
+
+/* One slow stream: its own fd, its own slice, reads due at a steady rate. */
+static void *thread_slow(void *arg)
+{
+	struct thread_arg *a = arg;
+	struct shared *s = a->s;
+	const struct params *p = s->p;
+	uint64_t slice = p->size / p->streams / p->bs * p->bs;
+	uint64_t start = slice * a->index, done = 0, due, paced;
+	double t0 = s->deadline - p->seconds, pct, dues;
+	char *buf = malloc(p->bs);
+	int fd = open(p->path, O_RDONLY);
+
+	if (fd < 0 || !buf) {
+		fail(s, fd < 0 ? errno : ENOMEM);
+		goto out;
+	}
+	for (uint64_t k = 0; done < slice; k++) {
+		double at = t0 + (double)(k * p->bs) / (double)p->rate;
+		ssize_t n;
+
+		if (at >= s->deadline)
+			break;
+		if (at > now())
+			sleep_until(at);
+		n = pread(fd, buf, p->bs, (off_t)(start + done));
+		if (n < 0) {
+			fail(s, errno);
+			break;
+		}
+		if (n == 0)
+			break;
+		done += (uint64_t)n;
+		account(s, n);
+	}
+out:
+	/* Reads due before the end: those at k * bs / rate < seconds. */
+	dues = (double)p->rate * p->seconds / (double)p->bs;
+	due = (uint64_t)dues;
+	if ((double)due < dues)
+		due++;
+	paced = due * p->bs < slice ? due * p->bs : slice;
+	pct = paced ? 100.0 * (double)done / (double)paced : 100.0;
+	pthread_mutex_lock(&s->lock);
+	s->paced += paced;
+	if (pct >= 98.0)
+		s->streams_ok++;
+	if (pct < s->min_pct)
+		s->min_pct = pct;
+	pthread_mutex_unlock(&s->lock);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+static void *thread_write(void *arg)
+{
+	struct thread_arg *a = arg;
+	struct shared *s = a->s;
+	const struct params *p = s->p;
+	uint64_t todo = p->total / p->threads, done = 0;
+	char name[4096];
+	char *buf = malloc(p->bs);
+	uint64_t x = a->seed;
+	int fd;
+
+	snprintf(name, sizeof(name), "%s/write.%u", p->path, a->index);
+	fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || !buf) {
+		fail(s, fd < 0 ? errno : ENOMEM);
+		goto out;
+	}
+	for (uint64_t i = 0; i + 8 <= p->bs; i += 8) {
+		uint64_t r = rnd(&x);
+
+		memcpy(buf + i, &r, 8);
+	}
+	while (done < todo) {
+		size_t len = todo - done < p->bs ? todo - done : p->bs;
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			fail(s, errno);
+			goto out;
+		}
+		done += (uint64_t)n;
+		account(s, n);
+	}
+	if (fsync(fd))
+		fail(s, errno);
+out:
+	if (fd >= 0 && close(fd))
+		fail(s, errno);
+	free(buf);
+	return NULL;
+}
+
+static void run_threads(struct shared *s, void *(*fn)(void *), unsigned int n,
+			bool per_thread)
+{
+	static struct thread_arg a[MAX_THREADS];
+	pthread_t t[MAX_THREADS];
+
+	if (n > MAX_THREADS)
+		n = MAX_THREADS;
+	for (unsigned int i = 0; i < n; i++) {
+		a[i] = (struct thread_arg){s, s->p->seed + i * 7919, i};
+		if (pthread_create(&t[i], NULL, fn, per_thread ? (void *)&a[i] : (void *)s)) {
 			fprintf(stderr,
 				"read_patterns: pthread_create failed\n");
 			exit(1);
 		}
+	}
 	for (unsigned int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
-	return 0;
 }
 
 /* One reader visiting @streams positions in turn, @bs each time. */
@@ -212,7 +428,7 @@ static void run_interleave(struct shared *s, uint64_t stride, uint64_t step)
 	char *buf = malloc(p->bs);
 	uint64_t rounds = stride / step;
 
-	for (uint64_t r = 0; buf && r < rounds; r++)
+	for (uint64_t r = 0; buf && r < rounds && !expired(s); r++)
 		for (unsigned int c = 0; c < p->streams; c++) {
 			uint64_t off = c * stride + r * step;
 			ssize_t n = pread(s->fd, buf, p->bs, (off_t)off);
@@ -227,19 +443,68 @@ static void run_interleave(struct shared *s, uint64_t stride, uint64_t step)
 	free(buf);
 }
 
+/* The untimed first pass of a hot-cache workload. */
+static void warm(struct shared *s)
+{
+	char *buf = malloc(1 << 20);
+	uint64_t off = 0;
+	ssize_t n = 1;
+
+	while (buf && off < s->p->size &&
+	       (n = pread(s->fd, buf, 1 << 20, (off_t)off)) > 0)
+		off += (uint64_t)n;
+	if (!buf || n < 0)
+		fail(s, buf ? errno : ENOMEM);
+	free(buf);
+}
+
+static void print_extras(struct shared *s, const struct params *p, double t0)
+{
+	if (s->nlat) {
+		size_t i50 = s->nlat / 2, i99 = s->nlat * 99 / 100;
+
+		qsort(s->lat, s->nlat, sizeof(*s->lat), cmp_double);
+		printf(" p50_us=%.0f p99_us=%.0f", s->lat[i50] * 1e6,
+		       s->lat[i99 < s->nlat ? i99 : s->nlat - 1] * 1e6);
+	}
+	if (p->tenths && s->tenth_at[10] > 0) {
+		double mbs[10], sorted[10];
+
+		s->tenth_at[0] = t0;
+		printf(" tenths=");
+		for (int i = 0; i < 10; i++) {
+			double dt = s->tenth_at[i + 1] - s->tenth_at[i];
+
+			mbs[i] = (double)(p->size / 10) /
+				 (dt > 1e-9 ? dt : 1e-9) / 1e6;
+			sorted[i] = mbs[i];
+			printf("%s%.0f", i ? "," : "", mbs[i]);
+		}
+		qsort(sorted, 10, sizeof(*sorted), cmp_double);
+		printf(" flat=%.2f", sorted[0] / ((sorted[4] + sorted[5]) / 2));
+	}
+	if (!strcmp(p->pattern, "slow"))
+		printf(" paced=%" PRIu64 " streams_ok=%" PRIu64 "/%u"
+		       " min_pct=%.1f",
+		       s->paced, s->streams_ok, p->streams, s->min_pct);
+}
+
 int main(int argc, char **argv)
 {
 	struct params p = {.threads = 0, .streams = 0, .seed = 42};
-	struct shared s = {.p = &p, .fd = -1};
+	struct shared s = {.p = &p, .fd = -1, .min_pct = 100.0};
 	struct stat st;
 	double t0, t1;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: read_patterns PATTERN FILE [--bs N] "
 				"[--threads N] [--streams N] [--count N] "
-				"[--seed N] [--limit N]\n");
+				"[--seed N] [--limit N] [--seconds S] "
+				"[--rate N] [--total N] [--warm 1] "
+				"[--tenths 1]\n");
 		return 2;
 	}
+	pthread_mutex_init(&s.lock, NULL);
 	p.pattern = argv[1];
 	p.path = argv[2];
 	for (int i = 3; i < argc; i += 2) {
@@ -260,12 +525,37 @@ int main(int argc, char **argv)
 			p.count = parse_size(argv[i + 1]);
 		else if (!strcmp(argv[i], "--seed"))
 			p.seed = parse_size(argv[i + 1]);
+		else if (!strcmp(argv[i], "--rate"))
+			p.rate = parse_size(argv[i + 1]);
+		else if (!strcmp(argv[i], "--total"))
+			p.total = parse_size(argv[i + 1]);
+		else if (!strcmp(argv[i], "--seconds"))
+			p.seconds = strtod(argv[i + 1], NULL);
+		else if (!strcmp(argv[i], "--warm"))
+			p.warm = atoi(argv[i + 1]) != 0;
+		else if (!strcmp(argv[i], "--tenths"))
+			p.tenths = atoi(argv[i + 1]) != 0;
 		else {
 			fprintf(stderr, "read_patterns: unknown option %s\n",
 				argv[i]);
 			return 2;
 		}
 	}
+	if (p.threads > MAX_THREADS || p.streams > 65536) {
+		fprintf(stderr, "read_patterns: too many threads or streams\n");
+		return 2;
+	}
+
+	if (!strcmp(p.pattern, "write")) {
+		p.bs = p.bs ? p.bs : 64 << 10;
+		p.threads = p.threads ? p.threads : 8;
+		p.total = p.total ? p.total : (uint64_t)2 << 30;
+		t0 = now();
+		run_threads(&s, thread_write, p.threads, true);
+		t1 = now();
+		goto report;
+	}
+
 	if (stat(p.path, &st)) {
 		fprintf(stderr, "read_patterns: %s: %s\n", p.path,
 			strerror(errno));
@@ -280,41 +570,54 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
+	if (p.warm) {
+		warm(&s);
+		if (lseek(s.fd, 0, SEEK_SET) < 0)
+			fail(&s, errno);
+	}
 
 	t0 = now();
+	if (p.seconds > 0)
+		s.deadline = t0 + p.seconds;
 	if (!strcmp(p.pattern, "seq")) {
 		p.bs = p.bs ? p.bs : 1 << 20;
 		p.threads = 1;
-		run_threads(&s, thread_shared_fd, 1, NULL);
+		run_threads(&s, thread_shared_fd, 1, false);
 	} else if (!strcmp(p.pattern, "shared-fd")) {
 		p.bs = p.bs ? p.bs : 11 << 10;
+		p.tenths = false;
 		run_threads(&s, thread_shared_fd, p.threads ? p.threads : 2,
-			    NULL);
+			    false);
 	} else if (!strcmp(p.pattern, "interleave")) {
 		p.bs = p.bs ? p.bs : 4096;
 		p.streams = p.streams ? p.streams : 2;
 		run_interleave(&s, p.size / p.streams, p.bs);
 	} else if (!strcmp(p.pattern, "column")) {
-		p.bs = p.bs ? p.bs : 4096;
-		p.streams = p.streams ? p.streams : 64;
-		/* Row r of column c is page c * rows + r. */
+		p.bs = 4096;
+		p.streams = p.streams ? p.streams : 512;
+		/* Row r is bytes [r * stride, (r + 1) * stride). */
 		run_interleave(&s, p.size / p.streams, 4096);
 	} else if (!strcmp(p.pattern, "random")) {
-		unsigned int n = p.threads ? p.threads : 1;
-		struct random_arg a[256];
-		void *args[256];
-
 		p.bs = p.bs ? p.bs : 8192;
 		p.count = p.count ? p.count : 2000;
-		for (unsigned int i = 0; i < n && i < 256; i++) {
-			a[i] = (struct random_arg){&s, p.seed + i * 7919};
-			args[i] = &a[i];
-		}
-		run_threads(&s, thread_random, n, args);
+		run_threads(&s, thread_random, p.threads ? p.threads : 1,
+			    true);
 	} else if (!strcmp(p.pattern, "per-request")) {
 		p.bs = p.bs ? p.bs : 128 << 10;
 		run_threads(&s, thread_per_request, p.threads ? p.threads : 4,
-			    NULL);
+			    false);
+	} else if (!strcmp(p.pattern, "slow")) {
+		p.bs = p.bs ? p.bs : 4096;
+		p.streams = p.streams ? p.streams : 64;
+		p.rate = p.rate ? p.rate : 512 << 10;
+		p.seconds = p.seconds > 0 ? p.seconds : 20;
+		if (p.streams > MAX_THREADS) {
+			fprintf(stderr, "read_patterns: slow: at most %d "
+					"streams\n", MAX_THREADS);
+			return 2;
+		}
+		s.deadline = t0 + p.seconds;
+		run_threads(&s, thread_slow, p.streams, true);
 	} else {
 		fprintf(stderr, "read_patterns: unknown pattern '%s'\n",
 			p.pattern);
@@ -322,12 +625,16 @@ int main(int argc, char **argv)
 	}
 	t1 = now();
 	close(s.fd);
+report:
 	if (s.error) {
 		fprintf(stderr, "read_patterns: %s: %s\n", p.path,
 			strerror(s.error));
 		return 1;
 	}
-	printf("%s %" PRIu64 " %.3f %.1f %" PRIu64 "\n", p.pattern, s.bytes,
-	       t1 - t0, s.bytes / (t1 - t0) / 1e6, s.requests);
+	printf("%s %" PRIu64 " %.3f %.1f %" PRIu64, p.pattern, s.bytes,
+	       t1 - t0, (double)s.bytes / (t1 - t0) / 1e6, s.requests);
+	print_extras(&s, &p, t0);
+	printf("\n");
+	free(s.lat);
 	return 0;
 }

@@ -1,164 +1,750 @@
 #!/usr/bin/env bash
-# run.sh - the read benchmark: every seed workload, side by side on one real
-# ext4 volume, cold caches, as ratios to reading the backing directly.
+# run.sh - the benchmark: every seed workload side by side on one real ext4
+# volume -- the backing directly, FUSE peers, aheadfs in both read modes -- on
+# an unthrottled and on an IOPS-bound device, under memory limits and behind an
+# NFS re-export; cold caches, fresh mounts, ratios to the backing.
 #
-# Usage: tests/bench/run.sh [-s SIZE] [-t TARGETS] [-r RUNS] [-w REGEX] [-o RESULTS.md]
-#   SIZE     test file size (default 1G)
-#   TARGETS  comma list (default backing,bindfs,aheadfs):
-#            backing         the ext4 directory itself
-#            bindfs          a plain FUSE passthrough peer (Debian's bindfs)
-#            aheadfs         aheadfs with its defaults
-#            aheadfs-direct  aheadfs -o read_mode=direct
-#            aheadfs-OPTS    aheadfs -o OPTS, options joined by '+'
-#                            (e.g. aheadfs-context_ra=off+ra_max=4M)
-#   RUNS     runs per cell; the median is reported (default 3)
-#   REGEX    only the workloads whose name matches (grep -E)
-#   RESULTS  also write the table there (markdown), the medians as
-#            RESULTS.tsv (workload, target, MB/s) for tests/bench/plot.sh
-# Environment: AHEADFS (the daemon), READ_PATTERNS (the workload program);
-# both default to build/release.  Needs root: loop devices, drop_caches.
+# Usage: tests/bench/run.sh [--quick|--smoke] [-s SIZE] [-t TARGETS] [-r RUNS]
+#                           [-p PROFILES] [-i IOPS] [-w REGEX] [-o RESULTS.md]
+#   (no mode) the full run: 2 GiB file, 2 runs, 1 GiB (5 s cap) per read
+#             cell, 20 s slow streams, 2 GiB of writes, 128 MiB NFS files
+#   --quick   a check in minutes: 512 MiB file, 1 run, short cells
+#   --smoke   tiny sizes, a few rows per workload group: the ctest smoke test;
+#             asserts only that every cell produced a number or a reason
+#   SIZE      test file size (default by mode)
+#   TARGETS   comma list (default backing,bindfs,mergerfs,aheadfs,aheadfs-direct):
+#             backing         the ext4 directory itself
+#             bindfs          Debian's bindfs, a plain FUSE passthrough
+#             mergerfs        Debian's mergerfs -o cache.files=off (and
+#                             minfreespace=0: the volume is small)
+#             aheadfs         aheadfs with its defaults (read_mode=kernel)
+#             aheadfs-direct  aheadfs -o read_mode=direct
+#             aheadfs-OPTS    aheadfs -o OPTS, options joined by '+'
+#                             (e.g. aheadfs-context_ra=off+ra_max=4M)
+#             aheadfs-base    the daemon $AHEADFS_BASE with its defaults: an
+#                             earlier build, for a before/after comparison
+#                             in one run
+#   RUNS      repetitions per cell, targets in a rotated order each time; the
+#             median is reported
+#   PROFILES  device profiles, comma list (default fast,iops):
+#             fast  the loop device as it is (--direct-io=on)
+#             iops  the same device throttled to IOPS reads a second through
+#                   the blkio cgroup (blkio.throttle.read_iops_device)
+#   IOPS      the iops profile's limit (default 300)
+#   REGEX     only the rows whose name matches (grep -E)
+#   RESULTS   write the table there (markdown), every run as RESULTS.csv, the
+#             medians per profile as RESULTS.PROFILE.tsv (workload, target,
+#             MB/s) and their plots as RESULTS.PROFILE.png (tests/bench/plot.sh);
+#             the logs of daemons that died in RESULTS.logs/.  Default: a new
+#             directory under /var/tmp, printed at the end.
+# Environment: AHEADFS (the daemon), AHEADFS_BASE (the aheadfs-base target's
+# daemon), READ_PATTERNS and NFS_READ (the workload
+# programs); default to build/release, and the two programs are compiled from
+# this directory when not built.  Needs root: loop devices, drop_caches, cgroup
+# v1 (memory, blkio), mounts.  Missing Debian packages (bindfs, mergerfs,
+# nfs-ganesha, nfs-ganesha-vfs, libnfs-dev, gnuplot-nox) are installed with
+# apt-get; a target or row that still cannot run reports why in its cell.
 #
-# The volume is an ext4 image on a loop device with --direct-io=on, so that
-# reads reach the disk instead of the page cache of the image file.  Every
-# cell starts with `echo 3 > /proc/sys/vm/drop_caches` and a fresh mount.
+# Every cell: a fresh cgroup (blkio, memory) holding the daemon, the NFS
+# server and the reader; a fresh mount; `sync; echo 3 > drop_caches`; the
+# workload; the device's own counters (/sys/block/loopN/stat) and the
+# cgroup's throttled counters (blkio.throttle.io_serviced) before and after;
+# the daemon's VmHWM and the cgroup's memory.max_usage_in_bytes before it
+# ends.  A daemon that dies is reported as DIED (OOM when the cgroup's
+# oom_kill count rose) and its log kept.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-size=1G targets=backing,bindfs,aheadfs runs=3 out= only=.
-while getopts s:t:r:w:o:h opt; do
+here=$top/tests/bench
+t_start=$(date +%s)
+
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; }
+mode=full
+args=()
+for a in "$@"; do
+	case $a in
+	--quick) mode=quick ;;
+	--smoke) mode=smoke ;;
+	--help) usage; exit 0 ;;
+	*) args+=("$a") ;;
+	esac
+done
+set -- ${args[@]+"${args[@]}"}
+
+targets=backing,bindfs,mergerfs,aheadfs,aheadfs-direct
+profiles=fast,iops iops=300 only=. out= size= runs=
+while getopts s:t:r:p:i:w:o:h opt; do
 	case $opt in
 	s) size=$OPTARG ;;
 	t) targets=$OPTARG ;;
 	r) runs=$OPTARG ;;
+	p) profiles=$OPTARG ;;
+	i) iops=$OPTARG ;;
 	w) only=$OPTARG ;;
 	o) out=$OPTARG ;;
-	*) sed -n '2,20p' "$0"; exit 2 ;;
+	*) usage >&2; exit 2 ;;
 	esac
 done
-AHEADFS=${AHEADFS:-$top/build/release/fs/aheadfs}
-READ_PATTERNS=${READ_PATTERNS:-$top/build/release/tests/bench/read_patterns}
-for b in "$AHEADFS" "$READ_PATTERNS"; do
-	[ -x "$b" ] || { echo "run.sh: $b not built (cmake --build build/release)" >&2; exit 1; }
-done
-if [[ $targets == *bindfs* ]] && ! command -v bindfs >/dev/null; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q bindfs >/dev/null
-fi
+
+# Sizes and durations per mode: file, runs, bytes per read cell and its time
+# cap, slow-stream seconds, write totals, NFS file size, random reads, the
+# time limit of one workload.
+case $mode in
+full) d_size=2G d_runs=2 limit=1G cap=5 slow_s=20 wtotal=2G ddtotal=1536M nfs_file=128M nrand=1000 tmo=600 ;;
+quick) d_size=512M d_runs=1 limit=256M cap=1.5 slow_s=3 wtotal=256M ddtotal=192M nfs_file=32M nrand=300 tmo=120 ;;
+smoke) d_size=24M d_runs=1 limit=8M cap=0.3 slow_s=0.3 wtotal=8M ddtotal=6M nfs_file=2M nrand=50 tmo=60 ;;
+esac
+size=${size:-$d_size} runs=${runs:-$d_runs}
+bytes=$(numfmt --from=iec "$size")
+[ "$(numfmt --from=iec "$limit")" -gt "$bytes" ] && limit=$size
+
+[ "$(id -u)" = 0 ] || { echo "run.sh: needs root (loop devices, cgroups, drop_caches)" >&2; exit 77; }
+[ -c /dev/fuse ] || { echo "run.sh: no /dev/fuse" >&2; exit 77; }
+
+# need CHECK PACKAGE...: apt-get install the packages unless the shell
+# command CHECK succeeds; waits for the dpkg lock of a concurrent apt, updates
+# the lists once if a package is not found.  Succeeds if CHECK then does.
+apt_updated=
+need() {
+	local check=$1
+	shift
+	eval "$check" >/dev/null 2>&1 && return 0
+	[ -n "${AFS_BENCH_NO_APT:-}" ] && return 1
+	local apt=(apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends)
+	if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" "$@" >/dev/null 2>&1; then
+		if [ -z "$apt_updated" ]; then
+			apt_updated=1
+			apt-get -o DPkg::Lock::Timeout=300 update -q >/dev/null 2>&1 || true
+		fi
+		DEBIAN_FRONTEND=noninteractive "${apt[@]}" "$@" >/dev/null 2>&1 || true
+	fi
+	eval "$check" >/dev/null 2>&1
+}
 
 work=$(mktemp -d /var/tmp/aheadfs-bench.XXXXXX)
-loopdev= mnt=$work/mnt vol=$work/vol daemon=
+if [ -z "$out" ]; then
+	out=$(mktemp -d /var/tmp/aheadfs-bench-results.XXXXXX)/results.md
+fi
+mkdir -p "$(dirname "$out")"
+out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
+logs=$out.logs
+loopdev= mnt=$work/mnt vol=$work/vol daemon= server= cg_blk= cg_mem=
+dirty_saved=()
+
+# Cgroups: one parent per controller under this shell's own cgroup, one child
+# per cell.
+cg_path() { awk -F: -v c="$1" '$2 == c {print $3}' /proc/self/cgroup; }
+blk_root= mem_root=
+if [ -d /sys/fs/cgroup/blkio ] && [ -f /sys/fs/cgroup/blkio/cgroup.procs ]; then
+	blk_root=/sys/fs/cgroup/blkio$(cg_path blkio)/aheadfs-bench.$$
+	blk_root=${blk_root//\/\//\/}
+fi
+if [ -d /sys/fs/cgroup/memory ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
+	mem_root=/sys/fs/cgroup/memory$(cg_path memory)/aheadfs-bench.$$
+	mem_root=${mem_root//\/\//\/}
+fi
+
+# In the mount table, even when stat fails (a dead daemon's ENOTCONN).
+is_mounted() { awk -v m="$1" '$2 == m {f = 1} END {exit !f}' /proc/self/mounts; }
+
+stop_pid() { # PID: TERM, then KILL after 10 s
+	local pid=$1
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+cg_remove() { # DIR: stop what is still in it (a hung reader), remove it
+	local d=$1 p
+	[ -n "$d" ] && [ -d "$d" ] || return 0
+	for _ in $(seq 50); do
+		[ -n "$(cat "$d/cgroup.procs" 2>/dev/null)" ] || break
+		while read -r p; do
+			kill -KILL "$p" 2>/dev/null || true
+		done <"$d/cgroup.procs"
+		sleep 0.1
+	done
+	rmdir "$d" 2>/dev/null || { sleep 0.5; rmdir "$d" 2>/dev/null || true; }
+}
+
 cleanup() {
 	set +e
-	mountpoint -q "$mnt" && { fusermount3 -u "$mnt" 2>/dev/null || fusermount -u "$mnt" 2>/dev/null || umount -l "$mnt"; }
-	[ -n "$daemon" ] && wait "$daemon" 2>/dev/null
-	mountpoint -q "$vol" && umount "$vol"
+	[ -n "$server" ] && stop_pid "$server"
+	is_mounted "$mnt" && { fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"; }
+	[ -n "$daemon" ] && stop_pid "$daemon"
+	cg_remove "$cg_blk"
+	cg_remove "$cg_mem"
+	[ -n "$blk_root" ] && [ -d "$blk_root" ] && rmdir "$blk_root"
+	[ -n "$mem_root" ] && [ -d "$mem_root" ] && rmdir "$mem_root"
+	is_mounted "$vol" && umount "$vol"
 	[ -n "$loopdev" ] && losetup -d "$loopdev"
+	local kv
+	for kv in "${dirty_saved[@]}"; do
+		# A *_bytes of 0 means "the ratio rules", which writing the ratio did.
+		[[ $kv == *_bytes=0 ]] || echo "${kv#*=}" >"/proc/sys/vm/${kv%%=*}"
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 mkdir -p "$mnt" "$vol"
 
-bytes=$(numfmt --from=iec "$size")
-truncate -s $((bytes + 512 * 1024 * 1024)) "$work/ext4.img"
-loopdev=$(losetup --direct-io=on -f --show "$work/ext4.img")
-mkfs.ext4 -q -F "$loopdev"
-mount "$loopdev" "$vol"
-mkdir "$vol/data"
-echo "writing a $size test file on $loopdev (ext4, direct-io loop)" >&2
-head -c "$bytes" /dev/urandom >"$vol/data/file"
-sync
+# --- programs -------------------------------------------------------------
+AHEADFS=${AHEADFS:-$top/build/release/fs/aheadfs}
+READ_PATTERNS=${READ_PATTERNS:-$top/build/release/tests/bench/read_patterns}
+NFS_READ=${NFS_READ:-$top/build/release/tests/bench/nfs_read}
+[ -x "$AHEADFS" ] || { echo "run.sh: $AHEADFS not built (cmake --build build/release)" >&2; exit 1; }
+cflags=(-std=c11 -O2 -Wall -Wextra -D_GNU_SOURCE)
+if [ ! -x "$READ_PATTERNS" ]; then
+	READ_PATTERNS=$work/read_patterns
+	cc "${cflags[@]}" -o "$READ_PATTERNS" "$here/read_patterns.c" -pthread
+fi
+nfs_why=
+if [ ! -x "$NFS_READ" ]; then
+	NFS_READ=$work/nfs_read
+	need 'pkg-config --exists libnfs' pkg-config libnfs-dev || true
+	# shellcheck disable=SC2046 # pkg-config's flags are words
+	if ! pkg-config --exists libnfs 2>/dev/null ||
+		! cc "${cflags[@]}" -o "$NFS_READ" "$here/nfs_read.c" \
+			$(pkg-config --cflags --libs libnfs) -pthread 2>"$work/nfs_read.cc"; then
+		nfs_why="no libnfs-dev"
+	fi
+fi
+need 'command -v ganesha.nfsd && ls /usr/lib/*/ganesha/libfsalvfs.so' \
+	nfs-ganesha nfs-ganesha-vfs || nfs_why=${nfs_why:-"no nfs-ganesha-vfs"}
 
-# pattern name | read_patterns arguments
-workloads=(
-	"seq 1MiB|seq --bs 1M"
-	"seq 128KiB|seq --bs 128K"
-	"2 threads, one fd, 11 KiB|shared-fd --threads 2 --bs 11K"
-	"interleaved 2 streams, 4 KiB|interleave --streams 2 --bs 4K"
-	"column scan, 64 columns|column --streams 64"
-	"per-request open, 4 threads, 128 KiB|per-request --threads 4 --bs 128K"
-	"random 8 KiB x2000|random --bs 8K --count 2000"
-	"random 2 KiB x2000|random --bs 2K --count 2000"
-	"random 8 KiB, 1+4 thrashers|random --bs 8K --count 1000 --threads 5"
-)
-
-mount_target() {
-	local t=$1
-	daemon=
+IFS=, read -r -a tlist <<<"$targets"
+IFS=, read -r -a plist <<<"$profiles"
+declare -A target_why
+for t in "${tlist[@]}"; do
 	case $t in
-	backing) ;;
-	bindfs) bindfs "$vol/data" "$mnt" ;;
-	aheadfs) "$AHEADFS" -f "$vol/data" "$mnt" 2>>"$work/daemon.log" & daemon=$! ;;
-	aheadfs-direct) "$AHEADFS" -f -o read_mode=direct "$vol/data" "$mnt" 2>>"$work/daemon.log" & daemon=$! ;;
-	aheadfs-*) "$AHEADFS" -f -o "$(tr + , <<<"${t#aheadfs-}")" "$vol/data" "$mnt" 2>>"$work/daemon.log" & daemon=$! ;;
+	bindfs) need 'command -v bindfs' bindfs || target_why[$t]="bindfs not installed" ;;
+	mergerfs) need 'command -v mergerfs' mergerfs || target_why[$t]="mergerfs not installed" ;;
+	aheadfs-base) [ -x "${AHEADFS_BASE:-}" ] ||
+		{ echo "run.sh: target aheadfs-base needs AHEADFS_BASE, an aheadfs binary" >&2; exit 2; } ;;
+	backing | aheadfs*) ;;
 	*) echo "run.sh: unknown target $t" >&2; exit 2 ;;
 	esac
-	if [ "$t" != backing ]; then
-		for _ in $(seq 200); do mountpoint -q "$mnt" && return 0; sleep 0.05; done
-		echo "run.sh: $t did not mount" >&2; cat "$work/daemon.log" >&2; exit 1
-	fi
+done
+for p in "${plist[@]}"; do
+	case $p in fast | iops) ;; *) echo "run.sh: unknown profile $p" >&2; exit 2 ;; esac
+done
+
+# --- the volume -----------------------------------------------------------
+wbytes=$(numfmt --from=iec "$wtotal")
+nfs_bytes=$(numfmt --from=iec "$nfs_file")
+truncate -s $((bytes + wbytes + 4 * nfs_bytes + 512 * 1024 * 1024)) "$work/ext4.img"
+loopdev=$(losetup --direct-io=on -f --show "$work/ext4.img")
+loopname=${loopdev#/dev/}
+majmin=$(cat "/sys/block/$loopname/dev")
+mkfs.ext4 -q -F "$loopdev"
+mount "$loopdev" "$vol"
+mkdir "$vol/data" "$vol/data/nfs" "$vol/data/w"
+echo "run.sh: writing a $size test file on $loopdev (ext4, direct-io loop)" >&2
+head -c "$bytes" /dev/urandom >"$vol/data/file"
+for i in 0 1 2 3; do head -c "$nfs_bytes" /dev/urandom >"$vol/data/nfs/f$i"; done
+sync
+
+# Writes: pin the dirty-page thresholds to the kernel's defaults for the run
+# (restored on exit) and print them.
+for k in dirty_background_bytes dirty_bytes dirty_background_ratio dirty_ratio dirty_expire_centisecs dirty_writeback_centisecs; do
+	dirty_saved+=("$k=$(cat /proc/sys/vm/$k)")
+done
+# Restore in an order that leaves the *_bytes settings as they were.
+dirty_saved=("${dirty_saved[@]:2}" "${dirty_saved[@]:0:2}")
+echo 10 >/proc/sys/vm/dirty_background_ratio
+echo 20 >/proc/sys/vm/dirty_ratio
+echo 3000 >/proc/sys/vm/dirty_expire_centisecs
+echo 500 >/proc/sys/vm/dirty_writeback_centisecs
+dirty_now=$(for k in dirty_background_bytes dirty_bytes dirty_background_ratio dirty_ratio dirty_expire_centisecs dirty_writeback_centisecs; do printf '%s=%s ' "$k" "$(cat /proc/sys/vm/$k)"; done)
+
+# A controller whose hierarchy cannot take a child counts as absent: its rows
+# and profile report SKIP.
+if [ -n "$blk_root" ] && ! mkdir -p "$blk_root" 2>/dev/null; then blk_root=; fi
+if [ -n "$mem_root" ] && ! mkdir -p "$mem_root" 2>/dev/null; then mem_root=; fi
+
+# --- rows -------------------------------------------------------------------
+# kind|memory limit (none or MiB)|name|arguments
+rows=(
+	"read|none|seq 4 KiB|seq --bs 4K"
+	"read|none|seq 128 KiB|seq --bs 128K"
+	"read|none|seq 1 MiB|seq --bs 1M"
+	"read|none|2 threads, one fd, 11 KiB|shared-fd --threads 2 --bs 11K"
+	"read|none|open per request, 2 threads × 11 KiB|per-request --threads 2 --bs 11K"
+	"read|none|open per request, 4 threads × 64 KiB|per-request --threads 4 --bs 64K"
+	"read|none|interleaved 4 streams, 8 KiB|interleave --streams 4 --bs 8K"
+	"read|none|column scan, 512 rows × 4 KiB|column --streams 512"
+	"rand|none|random 8 KiB ×$nrand|random --bs 8K --count $nrand"
+	"rand|none|random 2 KiB ×$nrand|random --bs 2K --count $nrand"
+	"rand|none|random 8 KiB ×$nrand, 1 + 4 thrashers|random --bs 8K --count $nrand --threads 5"
+	"hot|none|hot 4 KiB (file already cached)|seq --bs 4K"
+	"big|none|big file stream, no memory limit|seq --bs 128K --tenths 1"
+	"big|256|big file stream, 256 MiB cgroup|seq --bs 128K --tenths 1"
+	"big|64|big file stream, 64 MiB cgroup|seq --bs 128K --tenths 1"
+	"slow|none|64 slow streams, no memory limit|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
+	"slow|256|64 slow streams, 256 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
+	"slow|64|64 slow streams, 64 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
+	"write|none|write 8 threads × 64 KiB, through fsync|write --threads 8 --bs 64K --total $wtotal"
+	"write|none|write 16 threads × 64 KiB, through fsync|write --threads 16 --bs 64K --total $wtotal"
+	"write|none|write 3 streams × 1 MiB, through fsync|write --threads 3 --bs 1M --total $ddtotal"
+	"nfs-cold|none|NFS, cold: 4 readers, a file each, 1 READ in flight|own --readers 4 --depth 1"
+	"nfs-cold|none|NFS, cold: 4 readers of one file, 32 READs in flight each|shared --readers 4 --depth 32"
+	"nfs-cold|none|NFS, cold: 8 interleaved streams over one file|interleave --streams 8"
+	"nfs-hot|none|NFS, hot: 4 readers, a file each, 1 READ in flight|own --readers 4 --depth 1"
+	"nfs-hot|none|NFS, hot: 4 readers of one file, 32 READs in flight each|shared --readers 4 --depth 32"
+	"nfs-hot|none|NFS, hot: 8 interleaved streams over one file|interleave --streams 8"
+)
+if [ "$mode" = smoke ]; then
+	# One or two rows of every workload group.
+	smoke_re='^(seq 128 KiB|open per request, 2|column|random 8 KiB ×[0-9]+$|hot|big file stream, 64|64 slow streams, (no|64)|write 3|NFS, (cold: 4 readers of|hot: 8))'
+	sel=()
+	for r in "${rows[@]}"; do
+		IFS='|' read -r _ _ n _ <<<"$r"
+		grep -qE -- "$smoke_re" <<<"$n" && sel+=("$r")
+	done
+	rows=("${sel[@]}")
+fi
+sel=()
+for r in "${rows[@]}"; do
+	IFS='|' read -r _ _ n _ <<<"$r"
+	grep -qE -- "$only" <<<"$n" && sel+=("$r")
+done
+rows=("${sel[@]}")
+
+# --- one cell ---------------------------------------------------------------
+cell_no=0
+# The caller's shell (a subshell) joins the cell's cgroups, then runs "$@".
+cg_exec() {
+	[ -n "$cg_blk" ] && echo "$BASHPID" >"$cg_blk/cgroup.procs"
+	[ -n "$cg_mem" ] && echo "$BASHPID" >"$cg_mem/cgroup.procs"
+	exec "$@"
+}
+
+dev_stat() { awk '{print $1, $3, $5, $7}' "/sys/block/$loopname/stat"; } # rd_ios rd_sect wr_ios wr_sect
+cg_ios() { # reads and writes the cell's cgroup counted for the loop device
+	[ -n "$cg_blk" ] || { echo "- -"; return; }
+	awk -v d="$majmin" '$1 == d && $2 == "Read" {r = $3} $1 == d && $2 == "Write" {w = $3}
+		END {print r + 0, w + 0}' "$cg_blk/blkio.throttle.io_serviced"
+}
+oom_kills() { [ -n "$cg_mem" ] && awk '$1 == "oom_kill" {print $2}' "$cg_mem/memory.oom_control" || echo 0; }
+
+mount_target() { # TARGET LOG: mounts it at $mnt, the daemon in the cell's cgroups
+	local t=$1 log=$2
+	daemon=
+	case $t in
+	backing) return 0 ;;
+	bindfs) (cg_exec bindfs -f "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
+	mergerfs) (cg_exec mergerfs -f -o cache.files=off,minfreespace=0 "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
+	aheadfs) (cg_exec "$AHEADFS" -f "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
+	aheadfs-direct) (cg_exec "$AHEADFS" -f -o read_mode=direct "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
+	aheadfs-base) (cg_exec "$AHEADFS_BASE" -f "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
+	aheadfs-*) (cg_exec "$AHEADFS" -f -o "$(tr + , <<<"${t#aheadfs-}")" "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
+	esac
+	for _ in $(seq 200); do
+		mountpoint -q "$mnt" && return 0
+		kill -0 "$daemon" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
 }
 
 umount_target() {
-	local t=$1
-	[ "$t" = backing ] && return 0
-	fusermount3 -u "$mnt" 2>/dev/null || fusermount -u "$mnt"
-	if [ -n "$daemon" ]; then wait "$daemon"; daemon=; fi
+	if is_mounted "$mnt"; then
+		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+	fi
+	[ -n "$daemon" ] && stop_pid "$daemon"
+	daemon=
+	# A dead daemon's mount can need the lazy unmount after all.
+	if is_mounted "$mnt"; then
+		umount -l "$mnt" 2>/dev/null || true
+	fi
 }
 
-path_of() { if [ "$1" = backing ]; then echo "$vol/data/file"; else echo "$mnt/file"; fi; }
+nfs_port=$((20000 + $$ % 20000))
+start_ganesha() { # EXPORT_DIR LOG
+	local dir=$1 log=$2 i
+	mkdir -p "$work/ganesha"
+	cat >"$work/ganesha/ganesha.conf" <<-EOF
+		NFS_CORE_PARAM {
+			Bind_addr = 127.0.0.1;
+			NFS_Port = $nfs_port;
+			Protocols = 4;
+			Enable_NLM = false;
+			Enable_RQUOTA = false;
+			Enable_UDP = false;
+		}
+		NFS_KRB5 { Active_krb5 = false; }
+		NFSv4 { Graceless = true; RecoveryRoot = $work/ganesha/recovery; }
+		EXPORT {
+			Export_Id = 1;
+			Path = $dir;
+			Pseudo = /bench;
+			Access_Type = RO;
+			Squash = No_Root_Squash;
+			SecType = sys;
+			Protocols = 4;
+			CLIENT { Clients = 127.0.0.1; Access_Type = RO; }
+			FSAL { Name = VFS; }
+		}
+	EOF
+	(cg_exec ganesha.nfsd -F -L "$log" -f "$work/ganesha/ganesha.conf" \
+		-p "$work/ganesha/pid" -N NIV_EVENT) >>"$log" 2>&1 &
+	server=$!
+	for i in $(seq 100); do
+		kill -0 "$server" 2>/dev/null || return 1
+		if grep -q "NFS SERVER INITIALIZED" "$log" &&
+			(exec 3<>"/dev/tcp/127.0.0.1/$nfs_port") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
 
-IFS=, read -r -a tlist <<<"$targets"
-selected=()
-for w in "${workloads[@]}"; do
-	grep -qE -- "$only" <<<"${w%%|*}" && selected+=("$w")
-done
-workloads=("${selected[@]}")
-declare -A result
-for w in "${workloads[@]}"; do
-	name=${w%%|*} args=${w#*|}
-	for t in "${tlist[@]}"; do
-		vals=()
-		for _ in $(seq "$runs"); do
-			mount_target "$t"
-			sync
-			echo 3 >/proc/sys/vm/drop_caches
-			# shellcheck disable=SC2086
-			line=$("$READ_PATTERNS" ${args%% *} "$(path_of "$t")" ${args#* })
-			umount_target "$t"
-			vals+=("$(awk '{print $4}' <<<"$line")")
+# run_cell PROFILE TARGET ROW: prints "status|MB/s|bytes|dev_ios|dev_bytes|
+# cg_ios|hwm_kb|cg_peak|p50|p99|extra" and keeps what a dead daemon logged.
+run_cell() {
+	local profile=$1 t=$2 row=$3 kind memlim name wargs
+	IFS='|' read -r kind memlim name wargs <<<"$row"
+	cell_no=$((cell_no + 1))
+	local log=$work/cell$cell_no.log status=ok line= reason=
+	local path=$vol/data
+	[ "$t" != backing ] && path=$mnt
+	: >"$log"
+	if [ -n "${target_why[$t]:-}" ]; then
+		cell_result="SKIP (${target_why[$t]})||||||||||"
+		return
+	fi
+	if [[ $kind == nfs-* ]] && [ -n "$nfs_why" ]; then
+		cell_result="SKIP ($nfs_why)||||||||||"
+		return
+	fi
+	if [ "$memlim" != none ] && [ -z "$mem_root" ]; then
+		cell_result="SKIP (no cgroup v1 memory controller)||||||||||"
+		return
+	fi
+	if [ "$profile" = iops ] && [ -z "$blk_root" ]; then
+		cell_result="SKIP (no cgroup v1 blkio controller)||||||||||"
+		return
+	fi
+	cg_blk= cg_mem=
+	if [ -n "$blk_root" ]; then
+		cg_blk=$blk_root/cell$cell_no
+		mkdir "$cg_blk"
+		# blk-throttle counts a cgroup's I/Os only on a queue with a limit
+		# set: the fast profile sets one no workload reaches.
+		if [ "$profile" = iops ]; then
+			echo "$majmin $iops" >"$cg_blk/blkio.throttle.read_iops_device"
+		else
+			echo "$majmin 100000000" >"$cg_blk/blkio.throttle.read_iops_device"
+		fi
+		echo "$majmin 100000000" >"$cg_blk/blkio.throttle.write_iops_device"
+	fi
+	if [ -n "$mem_root" ]; then
+		cg_mem=$mem_root/cell$cell_no
+		mkdir "$cg_mem"
+		[ "$memlim" != none ] && echo $((memlim * 1024 * 1024)) >"$cg_mem/memory.limit_in_bytes"
+	fi
+	if ! mount_target "$t" "$log"; then
+		status="DIED (did not mount)"
+	fi
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	local prog=("$READ_PATTERNS") file=$path/file
+	# shellcheck disable=SC2206
+	local a=($wargs)
+	local pattern=${a[0]} rest=("${a[@]:1}")
+	case $kind in
+	read) rest+=(--limit "$limit" --seconds "$cap") ;;
+	rand) rest+=(--seconds "$cap") ;;
+	hot) rest+=(--limit "$limit" --seconds "$cap") ;;
+	big) rest+=(--limit "$limit") ;;
+	write) file=$path/w ;;
+	nfs-*)
+		prog=("$NFS_READ")
+		local u="nfs://127.0.0.1/bench/nfs/f%d?version=4&nfsport=$nfs_port" i urls=()
+		for i in 0 1 2 3; do
+			# shellcheck disable=SC2059
+			urls+=("$(printf "$u" "$i")")
 		done
-		med=$(printf '%s\n' "${vals[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-		result[$name,$t]=$med
-		printf '%-40s %-16s %10s MB/s  (runs: %s)\n' "$name" "$t" "$med" "${vals[*]}" >&2
+		[ "$pattern" != own ] && urls=("${urls[0]}")
+		file=${urls[0]}
+		rest=("${urls[@]:1}" "${rest[@]}")
+		if [ "$kind" = nfs-hot ]; then
+			# Just written by another process: in the backing's page cache.
+			for i in 0 1 2 3; do head -c "$nfs_bytes" "$vol/data/file" >"$vol/data/nfs/f$i"; done
+			sync
+		fi
+		if [ "$status" = ok ] && ! start_ganesha "$path" "$log"; then
+			status="ERR (nfs-ganesha did not start)"
+		fi
+		;;
+	esac
+	if [ "$status" = ok ] && [ "$kind" = hot ]; then
+		(cg_exec "$READ_PATTERNS" seq "$file" --bs 1M --limit "$limit") >/dev/null 2>>"$log" || true
+	fi
+	local d0 d1 c0 c1 k0
+	d0=$(dev_stat) c0=$(cg_ios) k0=$(oom_kills)
+	local rc=0 retried=
+	if [ "$status" = ok ]; then
+		line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
+		# A fresh server now and then answers the first OPEN with NOENT:
+		# one more try, said in the notes, when nothing was read.
+		if [[ $kind == nfs-* ]] && [ "$rc" != 0 ] && kill -0 "$server" 2>/dev/null &&
+			{ [ -z "$daemon" ] || kill -0 "$daemon" 2>/dev/null; } &&
+			tail -5 "$log" | grep -q "open call failed"; then
+			sleep 1
+			retried="retried once (the first OPEN failed) "
+			rc=0
+			d0=$(dev_stat) c0=$(cg_ios)
+			line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
+		fi
+	fi
+	d1=$(dev_stat) c1=$(cg_ios)
+	local hwm=- peak=-
+	if [ -n "$daemon" ] && [ -r "/proc/$daemon/status" ]; then
+		hwm=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$daemon/status")
+	fi
+	[ -n "$cg_mem" ] && peak=$(cat "$cg_mem/memory.max_usage_in_bytes")
+	if [ "$status" = ok ]; then
+		if [ -n "$daemon" ] && ! kill -0 "$daemon" 2>/dev/null; then
+			wait "$daemon" 2>/dev/null || true
+			status=DIED
+			[ "$(oom_kills)" != "$k0" ] && status="DIED (OOM)"
+			daemon=
+		elif [ -n "$server" ] && ! kill -0 "$server" 2>/dev/null; then
+			status="ERR (nfs-ganesha died)"
+		elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			status="ERR (timed out after $tmo s)"
+		elif [ "$rc" != 0 ] || [ -z "$line" ]; then
+			reason=$(grep -v '^$' "$log" | tail -1 | tr '|' '/' | cut -c1-80) || true
+			[ "$(oom_kills)" != "$k0" ] && reason="reader OOM-killed"
+			status="ERR (${reason:-exit $rc})"
+		fi
+	fi
+	[ -n "$server" ] && stop_pid "$server"
+	server=
+	umount_target
+	rm -f "$vol/data/w"/write.*
+	cg_remove "$cg_blk"
+	cg_remove "$cg_mem"
+	cg_blk= cg_mem=
+	if [ "$status" != ok ]; then
+		mkdir -p "$logs"
+		cp "$log" "$logs/$profile-$t-cell$cell_no.log"
+		cell_result="$status||||||${hwm}|${peak}|||"
+		return
+	fi
+	local dios dbytes cgio=- r0 rs0 w0 ws0 r1 rs1 w1 ws1 cr0 cw0 cr1 cw1
+	read -r r0 rs0 w0 ws0 <<<"$d0"
+	read -r r1 rs1 w1 ws1 <<<"$d1"
+	read -r cr0 cw0 <<<"$c0"
+	read -r cr1 cw1 <<<"$c1"
+	if [ "$kind" = write ]; then
+		dios=$((w1 - w0)) dbytes=$(((ws1 - ws0) * 512))
+		[ -n "$blk_root" ] && cgio=$((cw1 - cw0))
+	else
+		dios=$((r1 - r0)) dbytes=$(((rs1 - rs0) * 512))
+		[ -n "$blk_root" ] && cgio=$((cr1 - cr0))
+	fi
+	local f mbs got p50=- p99=- extra=
+	read -r _ got _ mbs _ <<<"$line"
+	for f in $line; do
+		case $f in
+		p50_us=*) p50=${f#*=} ;;
+		p99_us=*) p99=${f#*=} ;;
+		flat=*) extra+="flat ${f#*=} " ;;
+		tenths=*) extra+="tenths ${f#*=} " ;;
+		streams_ok=*) extra+="≥98 %: ${f#*=} " ;;
+		min_pct=*) extra+="worst ${f#*=} % " ;;
+		esac
+	done
+	extra+=$retried
+	cell_result="ok|$mbs|$got|$dios|$dbytes|$cgio|$hwm|$peak|$p50|$p99|${extra% }"
+}
+
+# --- the run ----------------------------------------------------------------
+hdr() {
+	echo "aheadfs benchmark, $mode mode, $(date -u '+%Y-%m-%d %H:%M UTC')."
+	echo
+	echo "- machine: $(nproc) cores, $(uname -sr), $(free -g | awk '/^Mem:/ {print $2}') GiB memory ($(awk '/MemTotal/ {print $2}' /proc/meminfo) kB), load average at the start $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- volume: ext4 on $loopdev (losetup --direct-io=on), a $size file of random bytes; read cells read at most $limit of it (time cap ${cap} s), random rows over the whole file, the big-file rows $limit with no cap; slow streams ${slow_s} s; writes $wtotal in all (3 streams: $ddtotal); NFS files $nfs_file × 4"
+	echo "- repetitions: $runs per cell (median reported), targets in a rotated order each repetition: ${tlist[*]}"
+	echo "- device profiles: ${plist[*]}; fast = the loop device as it is; iops = blkio.throttle.read_iops_device $iops on $majmin. Every daemon, server and reader of a cell runs in the cell's blkio cgroup (on the fast profile with a limit of 10^8 I/Os a second, never reached, so that blk-throttle counts the cgroup's I/Os); the tables print that count (blkio.throttle.io_serviced) beside the device's own (/sys/block/$loopname/stat)"
+	echo "- memory profiles: none, 256 MiB and 64 MiB cgroups (memory.limit_in_bytes) for the big-file and slow-stream rows; daemon, server and reader in the cgroup"
+	echo "- vm: $dirty_now(pinned for the run). Writes the kernel's flusher submits are not charged to a cgroup v1 blkio cgroup, so the write rows run on the fast profile only and their device counts are the device's own"
+	echo "- versions: $(bindfs --version 2>/dev/null | head -1 || echo 'bindfs -'), mergerfs $(mergerfs --version 2>/dev/null | awk 'NR == 1 {print $3}' || echo -), nfs-ganesha $(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo -) (NFSv4 over 127.0.0.1 only), libnfs $(pkg-config --modversion libnfs 2>/dev/null || echo -)"
+	echo "- NFS phases: 4 readers a file each, one READ in flight; 4 readers sharing one sequential stream of one file, 32 READs in flight each; one reader with 8 interleaved streams; 128 KiB READs; cold: backing caches dropped; hot: the files just written into the backing directory"
+}
+hdr >&2
+
+csv=$out.csv
+echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra,cell_seconds" >"$csv"
+declare -A res
+nt=${#tlist[@]}
+for profile in "${plist[@]}"; do
+	for row in "${rows[@]}"; do
+		IFS='|' read -r kind _ name _ <<<"$row"
+		if [ "$profile" != fast ] && [ "$kind" = write ]; then
+			continue
+		fi
+		for run in $(seq "$runs"); do
+			for j in $(seq 0 $((nt - 1))); do
+				t=${tlist[$(((j + run - 1) % nt))]}
+				c_start=$(date +%s.%N)
+				run_cell "$profile" "$t" "$row"
+				r=$cell_result
+				res[$profile,$name,$t,$run]=$r
+				printf '%s,"%s",%s,%s,"%s",%.1f\n' "$profile" "$name" "$t" "$run" "$(sed 's/|/","/g' <<<"$r")" \
+					"$(awk -v a="$c_start" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')" >>"$csv"
+				printf '%-5s %-58s %-15s run %s: %s\n' "$profile" "$name" "$t" "$run" "$r" >&2
+			done
+		done
 	done
 done
+
+# The median run of a cell by MB/s (every field from that run); a cell where
+# any run failed reports that failure.
+median_of() { # PROFILE NAME TARGET
+	local vals=() r bad=
+	for run in $(seq "$runs"); do
+		r=${res[$1,$2,$3,$run]:-}
+		[ -z "$r" ] && continue
+		if [ "${r%%|*}" != ok ]; then bad=$r; continue; fi
+		vals+=("$r")
+	done
+	if [ -n "$bad" ]; then
+		local n=$((runs - ${#vals[@]}))
+		echo "${bad%%|*} [$n/$runs runs]|${bad#*|}"
+		return
+	fi
+	printf '%s\n' "${vals[@]}" | sort -t'|' -k2,2g | awk -v n="${#vals[@]}" 'NR == int((n + 1) / 2)'
+}
+mib() { if [[ $1 =~ ^[0-9]+$ ]]; then awk -v v="$1" -v d="$2" 'BEGIN {printf "%.1f", v / d}'; else echo -; fi; }
+fmt_mb() { awk -v v="$1" 'BEGIN {printf (v >= 100 ? "%.0f" : "%.1f"), v}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "-"}'; }
 
 {
-	echo "Cold cache, $size file on ext4 over a direct-io loop device, median of $runs runs; MB/s (ratio to backing)."
-	echo
-	printf '| workload |'
-	for t in "${tlist[@]}"; do printf ' %s |' "$t"; done
-	echo
-	printf '|---|'
-	for _ in "${tlist[@]}"; do printf -- '---:|'; done
-	echo
-	for w in "${workloads[@]}"; do
-		name=${w%%|*}
-		printf '| %s |' "$name"
-		base=${result[$name,backing]:-}
-		for t in "${tlist[@]}"; do
-			v=${result[$name,$t]}
-			if [ -n "$base" ] && [ "$t" != backing ]; then
-				printf ' %s (%s) |' "$v" "$(awk -v a="$v" -v b="$base" 'BEGIN {printf "%.2f", a / b}')"
-			else
-				printf ' %s |' "$v"
-			fi
+	hdr
+	for profile in "${plist[@]}"; do
+		echo
+		if [ "$profile" = fast ]; then
+			echo "### Device profile fast: the loop device unthrottled"
+		else
+			echo "### Device profile iops: the loop device at $iops read I/Os a second (blkio cgroup)"
+		fi
+		echo
+		echo "MB/s (ratio to the backing), median of $runs."
+		echo
+		printf '| workload |'
+		for t in "${tlist[@]}"; do printf ' %s |' "$t"; done
+		echo
+		printf '|---|'
+		for _ in "${tlist[@]}"; do printf -- '---:|'; done
+		echo
+		for row in "${rows[@]}"; do
+			IFS='|' read -r kind _ name _ <<<"$row"
+			[ "$profile" != fast ] && [ "$kind" = write ] && continue
+			printf '| %s |' "$name"
+			b=$(median_of "$profile" "$name" backing)
+			bm=
+			[ "${b%%|*}" = ok ] && bm=$(cut -d'|' -f2 <<<"$b")
+			for t in "${tlist[@]}"; do
+				m=$(median_of "$profile" "$name" "$t")
+				if [ "${m%%|*}" != ok ]; then
+					printf ' %s |' "${m%%|*}"
+				elif [ "$t" = backing ] || [ -z "$bm" ]; then
+					printf ' %s |' "$(fmt_mb "$(cut -d'|' -f2 <<<"$m")")"
+				else
+					v=$(cut -d'|' -f2 <<<"$m")
+					printf ' %s (%s) |' "$(fmt_mb "$v")" "$(ratio "$v" "$bm")"
+				fi
+			done
+			echo
 		done
 		echo
-	done
-} | tee ${out:+"$out"}
-if [ -n "$out" ]; then
-	for w in "${workloads[@]}"; do
-		for t in "${tlist[@]}"; do
-			printf '%s\t%s\t%s\n' "${w%%|*}" "$t" "${result[${w%%|*},$t]}"
+		echo "Per cell (the median run): device I/Os and bytes (reads; writes for the write rows) from /sys/block/$loopname/stat, the cell cgroup's blkio.throttle.io_serviced count for the device, average device I/O, read amplification (device bytes ÷ bytes delivered), latency per request, the daemon's VmHWM, the cgroup's memory.max_usage_in_bytes."
+		echo
+		n_cmp=0 n_eq=0 cmp_diff=()
+		echo "| workload | target | MB/s | device I/Os | cgroup I/Os | device MiB | avg I/O KiB | dev ÷ delivered | p50 / p99 µs | daemon RSS MiB | cgroup peak MiB | notes |"
+		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+		for row in "${rows[@]}"; do
+			IFS='|' read -r kind _ name _ <<<"$row"
+			[ "$profile" != fast ] && [ "$kind" = write ] && continue
+			for t in "${tlist[@]}"; do
+				m=$(median_of "$profile" "$name" "$t")
+				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra <<<"$m"
+				if [ "$st" != ok ]; then
+					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | |"
+					continue
+				fi
+				avg=- amp=-
+				[ "$dios" -gt 0 ] && avg=$(awk -v b="$dbytes" -v n="$dios" 'BEGIN {printf "%.0f", b / n / 1024}')
+				[ "$got" -gt 0 ] && amp=$(awk -v b="$dbytes" -v g="$got" 'BEGIN {printf "%.2f", b / g}')
+				lat=-
+				[ "$p50" != - ] && lat="$p50 / $p99"
+				echo "| $name | $t | $(fmt_mb "$mbs") | $dios | $cgio | $(mib "$dbytes" 1048576) | $avg | $amp | $lat | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | $extra |"
+				if [ "$kind" != write ] && [[ $cgio =~ ^[0-9]+$ ]]; then
+					n_cmp=$((n_cmp + 1))
+					if [ "$cgio" = "$dios" ]; then
+						n_eq=$((n_eq + 1))
+					elif [ "${#cmp_diff[@]}" -lt 6 ]; then
+						cmp_diff+=("$name / $t: $cgio vs $dios")
+					fi
+				fi
+			done
 		done
-	done >"$out.tsv"
-fi
+		echo
+		echo "Read I/Os counted by the cell's blkio cgroup equal the device's own count in $n_eq of $n_cmp cells$([ "${#cmp_diff[@]}" -gt 0 ] && printf '; differing (cgroup vs device), first %d: %s' "${#cmp_diff[@]}" "$(IFS=';'; echo "${cmp_diff[*]}")")."
+		if [ "$profile" = fast ] && printf '%s\n' "${rows[@]}" | grep -q '^write|'; then
+			echo "Write rows: device writes include the journal and what the flusher wrote back (not charged to the cgroup, hence the smaller cgroup count)."
+		fi
+	done
+	echo
+	echo "Took $(( ($(date +%s) - t_start) / 60 )) min $(( ($(date +%s) - t_start) % 60 )) s. Every run: $(basename "$csv")."
+	if [ -d "$logs" ]; then
+		echo "Logs of the cells that failed: $(basename "$logs")/."
+	fi
+} | tee "$out"
+
+# Plots: one per device profile, failed cells drawn as 0.
+for profile in "${plist[@]}"; do
+	for row in "${rows[@]}"; do
+		IFS='|' read -r kind _ name _ <<<"$row"
+		[ "$profile" != fast ] && [ "$kind" = write ] && continue
+		for t in "${tlist[@]}"; do
+			m=$(median_of "$profile" "$name" "$t")
+			v=0
+			[ "${m%%|*}" = ok ] && v=$(cut -d'|' -f2 <<<"$m")
+			printf '%s\t%s\t%s\n' "$name" "$t" "$v"
+		done
+	done >"$out.$profile.tsv"
+	# RESULTS.tsv: the fast profile, as earlier versions of this script wrote.
+	[ "$profile" = fast ] && cp "$out.$profile.tsv" "$out.tsv"
+	if [ "$mode" != smoke ] && need 'command -v gnuplot' gnuplot-nox; then
+		"$here/plot.sh" "$out.$profile.tsv" "$out.$profile.png" \
+			"Throughput relative to the backing, device profile $profile (no bar: the cell failed, see the table)" >&2 || true
+	fi
+done
+
+# Every cell must hold a number or a reason.
+bad=0
+for profile in "${plist[@]}"; do
+	for row in "${rows[@]}"; do
+		IFS='|' read -r kind _ name _ <<<"$row"
+		[ "$profile" != fast ] && [ "$kind" = write ] && continue
+		for t in "${tlist[@]}"; do
+			m=$(median_of "$profile" "$name" "$t")
+			st=${m%%|*}
+			if [ "$st" = ok ]; then
+				[[ $(cut -d'|' -f2 <<<"$m") =~ ^[0-9.]+$ ]] || { echo "run.sh: $profile/$name/$t: no number" >&2; bad=1; }
+			elif [ -z "$st" ]; then
+				echo "run.sh: $profile/$name/$t: empty cell" >&2
+				bad=1
+			fi
+		done
+	done
+done
+echo "run.sh: results in $out (and .csv, .PROFILE.tsv, .PROFILE.png)" >&2
+exit $bad
