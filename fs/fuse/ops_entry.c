@@ -394,15 +394,28 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct afs_inode *i = afs_req_inode(req, ino);
 	struct afs_creds c;
 	struct stat st;
-	int rc;
+	int rc, times = 0;
 
 	if (!i)
 		return;
+	/* With the writeback cache the kernel stamps a file's times itself
+	 * and sends them on with SETATTR, in the context of whoever closes or
+	 * syncs the file -- a caller who may write it but, not owning it, may
+	 * not set its times explicitly.  The kernel has checked every SETATTR
+	 * already (default_permissions), so the times are set as the daemon;
+	 * the rest stays the caller's. */
+	if (__atomic_load_n(&fs->writeback, __ATOMIC_ACQUIRE) &&
+	    fs->default_permissions)
+		times = valid &
+			(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+			 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW);
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
-		rc = do_setattr(i, attr, valid, fi);
+		rc = do_setattr(i, attr, valid & ~times, fi);
 		afs_creds_leave(&c);
 	}
+	if (!rc && times)
+		rc = do_setattr(i, attr, times, fi);
 	if (!rc)
 		rc = afs_stat(i, &st);
 	/* Our own change of mode, owner or times moves ctime: take the new
