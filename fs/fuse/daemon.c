@@ -183,6 +183,7 @@ static void ahead_config(const struct afs_opts *o, struct afs_ahead_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->cache_size = o->cache_size;
+	c->threads = o->single_thread ? 1 : o->max_threads;
 	c->read_mode = (enum afs_read_mode)o->read_mode;
 	c->ra.max_bytes = o->ra_max;
 	c->ra.auto_floor_bytes = AFS_RA_AUTO_FLOOR;
