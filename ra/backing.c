@@ -134,8 +134,8 @@ static ssize_t preadv_pages(struct ra_backing *b, const struct iovec *iov,
 			while (tail < RA_IO_PAGE_SIZE) {
 				struct iovec rest = {page + tail,
 						     RA_IO_PAGE_SIZE - tail};
-				ssize_t n = do_preadv(b, b->fd, &rest, 1,
-						      off + r);
+				ssize_t n =
+					do_preadv(b, b->fd, &rest, 1, off + r);
 
 				if (n <= 0)
 					return n < 0 ? n : r; /* n: EOF */

@@ -112,9 +112,11 @@ uint64_t afs_cgroup_mem_limit(const char *root)
 			snprintf(path, sizeof(path),
 				 "%s/sys/fs/cgroup/memory%s/memory.stat", root,
 				 strcmp(cg, "/") ? cg : "");
-			limit = cg_read_limit(path, "hierarchical_memory_limit");
+			limit = cg_read_limit(path,
+					      "hierarchical_memory_limit");
 			snprintf(path, sizeof(path),
-				 "%s/sys/fs/cgroup/memory%s/memory.limit_in_bytes",
+				 "%s/sys/fs/cgroup/memory%s/"
+				 "memory.limit_in_bytes",
 				 root, strcmp(cg, "/") ? cg : "");
 			limit = cg_min(limit, cg_read_limit(path, NULL));
 			v1 = true;
@@ -140,8 +142,7 @@ uint64_t afs_cgroup_mem_limit(const char *root)
 	return limit;
 }
 
-uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit,
-				uint64_t min)
+uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min)
 {
 	uint64_t size = ram ? ram / 8 : 256u << 20;
 

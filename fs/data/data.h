@@ -178,8 +178,7 @@ uint64_t afs_cgroup_mem_limit(const char *root);
  * a quarter of it when that is smaller, but never below @min.
  * Context: Pure.
  */
-uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit,
-				uint64_t min);
+uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min);
 
 /**
  * afs_ahead_cache_size() - The budget @cfg asks for: cache_size, or when it

@@ -419,7 +419,8 @@ static int kill_as_caller(struct afs_inode *i, mode_t kill, int valid,
 		return 0;
 	if (errno != EPERM)
 		return -errno;
-	if (valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+	if (valid &
+	    (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
 		return 1;
 	return faccessat(AT_FDCWD, proc, W_OK, AT_EACCESS) ? -EPERM : 1;
 }

@@ -24,9 +24,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const names[] = {
-	"user.aheadfs.advice",	     "user.aheadfs.ra_max",
-	"user.aheadfs.context_ra",   "user.aheadfs.stream_table",
-	"user.aheadfs.stats",	     "user.aheadfs.map",
+	"user.aheadfs.advice",	    "user.aheadfs.ra_max",
+	"user.aheadfs.context_ra",  "user.aheadfs.stream_table",
+	"user.aheadfs.stats",	    "user.aheadfs.map",
 	"user.aheadfs.nonexistent",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
@@ -38,10 +38,10 @@ static struct afs_xattr_target file_t, root_t;
 
 static void setup(void)
 {
-	struct afs_ahead_config cfg = {.cache_size = 64u << 20,
-				       .manual_reclaim = true,
-				       .ra = {.max_bytes = 1u << 20,
-					      .workers = 1}};
+	struct afs_ahead_config cfg = {
+		.cache_size = 64u << 20,
+		.manual_reclaim = true,
+		.ra = {.max_bytes = 1u << 20, .workers = 1}};
 	char path[] = "/tmp/afs-fuzz-xattr-XXXXXX", err[256];
 	struct afs_file_key key;
 	int fd = mkstemp(path);

@@ -373,8 +373,7 @@ ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off,
 	return vio(true, fd, iov, cnt, off, flags, true);
 }
 
-ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
-		 int flags)
+ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
 	return vio(true, fd, iov, cnt, off, flags, true);
 }

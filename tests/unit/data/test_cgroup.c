@@ -158,8 +158,7 @@ static void default_size(void **state)
 	assert_int_equal(afs_ahead_default_size(ram, 0, min), ram / 8);
 	assert_int_equal(afs_ahead_default_size(0, 0, min), 256 * MIB);
 	/* A quarter of the cgroup's limit. */
-	assert_int_equal(afs_ahead_default_size(ram, 256 * MIB, min),
-			 64 * MIB);
+	assert_int_equal(afs_ahead_default_size(ram, 256 * MIB, min), 64 * MIB);
 	assert_int_equal(afs_ahead_default_size(0, 256 * MIB, min), 64 * MIB);
 	/* Never below what the threads need. */
 	assert_int_equal(afs_ahead_default_size(ram, 64 * MIB, min), min);
