@@ -355,9 +355,16 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		      off_t length, struct fuse_file_info *fi)
 {
 	struct afs_file *f = afs_file_of(fi);
+	bool as_caller = kill_privs_as_caller(req, f->h.fd);
+	struct afs_creds c;
+	int rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
 
-	if (fallocate(f->h.fd, mode, offset, length)) {
-		fuse_reply_err(req, errno);
+	if (!rc && fallocate(f->h.fd, mode, offset, length))
+		rc = -errno;
+	if (as_caller)
+		afs_creds_leave(&c);
+	if (rc) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	/* Punched or zeroed bytes change; plain allocation only the size,
@@ -384,13 +391,23 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    size_t len, int flags)
 {
 	struct afs_file *out = afs_file_of(fi_out);
+	bool as_caller = kill_privs_as_caller(req, out->h.fd);
 	off_t dst = off_out;
+	struct afs_creds c;
 	ssize_t n;
+	int rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
 
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	n = copy_file_range(afs_fi_fd(fi_in), &off_in, out->h.fd, &off_out, len,
 			    (unsigned)flags);
-	if (n < 0) {
-		fuse_reply_err(req, errno);
+	rc = n < 0 ? -errno : 0;
+	if (as_caller)
+		afs_creds_leave(&c);
+	if (rc) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	afs_fcache_changed(afs_inode_fc(out->inode), out->h.fd, (uint64_t)dst,
