@@ -9,9 +9,11 @@
 # 06767; 0777, 04777, 02777, 0755 and 04755 with a file capability; the
 # file owned by
 # root or by the test user, its group the user's supplementary group or
-# root's; the operation a 1-byte write (open O_WRONLY, no truncation), a
-# truncate(2), an ftruncate on an O_WRONLY fd, a chown by root, a chgrp by
-# the owner and a chown by a non-owner; run by root and by the test user;
+# root's; the operation a 1-byte write (open O_WRONLY, no truncation), an
+# append, a truncate(2), an ftruncate on an O_WRONLY fd, an O_TRUNC open,
+# a posix_fallocate, a copy_file_range into the file, a chown by root, a
+# chgrp by the owner and a chown by a non-owner; run by root and by the
+# test user;
 # through a mount in each read mode (kernel, direct) and one with
 # no_default_permissions (the backing alone decides).  One process runs
 # the matrix (python3): about 1000 cases in a few seconds.
@@ -64,6 +66,20 @@ def do(op, path, arg):
                 os.ftruncate(fd, 2)
             finally:
                 os.close(fd)
+        elif op == "fallocate":
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.posix_fallocate(fd, 0, 16384)
+            finally:
+                os.close(fd)
+        elif op == "copy":
+            src = os.open(os.path.dirname(path) + "/cfsrc", os.O_RDONLY)
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.copy_file_range(src, fd, 4096, 0, 0)
+            finally:
+                os.close(fd)
+                os.close(src)
         elif op == "otrunc":
             os.close(os.open(path, os.O_WRONLY | os.O_TRUNC))
         elif op == "chown":
@@ -111,10 +127,16 @@ def user_may_write(m, o, g):
 owners = [(0, 0), (0, g1), (uid, g1), (uid, 0)]
 ops = [("user", "write", None), ("user", "append", None),
        ("user", "truncate", None), ("user", "ftruncate", None),
-       ("user", "otrunc", None), ("root", "write", None),
+       ("user", "otrunc", None), ("user", "fallocate", None),
+       ("user", "copy", None),
+       ("root", "write", None), ("root", "fallocate", None),
        ("root", "truncate", None), ("root", "chown", uid),
        ("root", "chgrp", g2), ("user", "chgrp", g1),
        ("user", "chown", uid)]
+for d in ["direct"] + [m.split("=")[0] for m in mnts.split(",")]:
+    with open("%s/%s/cfsrc" % (S, d), "wb") as fh:
+        fh.write(b"y" * 4096)
+    os.chmod("%s/%s/cfsrc" % (S, d), 0o644)
 for mnt in mnts.split(","):
     name, mdir = mnt.split("=")
     for mode in modes:
