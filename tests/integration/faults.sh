@@ -16,7 +16,9 @@
 #   ENOSPC a full disk at 1 MiB: a writer through the mount sees what the
 #          same writer sees on the backing with the same fault (bytes
 #          claimed written, the error), and the file holds exactly those
-#   stall  backing reads of one file that never return, met by three
+#   stall  a backing write that stalls: readers of another file are
+#          served, the write completes when the stall ends;
+#          backing reads of one file that never return, met by three
 #          readers: readers of another file are served meanwhile; another
 #          reader of the stalled file, waiting for a page under the stalled
 #          I/O, stops waiting when it is killed; when the stall ends every
@@ -123,6 +125,30 @@ echo "ENOSPC: backing: $want; mount: $got"
 [ "$want" = "$got" ] || afs_fail "ENOSPC: backing '$want', mount '$got'"
 cmp "$AFS_EXT4/wfile" "$AFS_SRC/w/wfile" ||
 	afs_fail "ENOSPC: the file through the mount differs from the backing's"
+
+# --- A backing write that stalls: readers of other files are served, and
+# the write completes with its bytes once the stall ends.
+rules "write /wstall 0 -1 stall"
+python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.pwrite(fd, b"z" * 65536, 0)
+os.close(fd)' "$M/w/wstall" &
+wpid=$!
+n=0
+until [ "$(hits "write .*/wstall ")" -gt 0 ]; do
+	[ "$n" -lt 100 ] || afs_fail "write stall: the write never reached the backing"
+	sleep 0.1
+	n=$((n + 1))
+done
+timeout 20 "$AC_IO" check "$M/D" 4 1M >/dev/null ||
+	afs_fail "write stall: a reader of another file was blocked"
+kill -0 "$wpid" 2>/dev/null || afs_fail "write stall: the write did not wait"
+rules
+wait "$wpid" || afs_fail "write stall: the write failed after the stall"
+[ "$(head -c 65536 "$AFS_SRC/w/wstall" | tr -d z | wc -c)" = 0 ] &&
+	[ "$(stat -c %s "$AFS_SRC/w/wstall")" = 65536 ] ||
+	afs_fail "write stall: the backing does not hold the written bytes"
+echo "write stall: D served meanwhile, the write completed"
 
 # --- Backing reads of C past 1 MiB that never return (the first page
 # stays readable: the open's O_DIRECT probe reads it), met by three
