@@ -199,7 +199,8 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Coherency first: no parallel dirops, no writeback cache; no
 	 * kill-priv handling by us (libfuse 3.14 never passes
 	 * FUSE_CAP_HANDLE_KILLPRIV on to the kernel: the kernel sends the
-	 * SETATTR that clears suid/sgid, see kill_bits()); no splice (replies come from the cache's pages).  Async reads stay on:
+	 * SETATTR that clears suid/sgid, see kill_bits()); no splice
+	 * (replies come from the cache's pages).  Async reads stay on:
 	 * the kernel's readahead then runs in the background instead of
 	 * one request at a time per reader, and the cache orders nothing by
 	 * arrival. */

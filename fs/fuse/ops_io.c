@@ -359,7 +359,11 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	struct afs_creds c;
 	int rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
 
-	if (!rc && fallocate(f->h.fd, mode, offset, length))
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (fallocate(f->h.fd, mode, offset, length))
 		rc = -errno;
 	if (as_caller)
 		afs_creds_leave(&c);
