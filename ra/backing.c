@@ -19,8 +19,9 @@
  *   - preadv() returns len: every page uptodate.
  *   - it returns r < len with r a non-zero multiple of 4 KiB: the pages read
  *     are done, read the rest (a short read need not be EOF).
- *   - it returns 0 or an r that is not a multiple of 4 KiB: EOF (the kernel
- *     gives an unaligned count only at EOF, O_DIRECT included); the page
+ *   - it returns 0 or an r that is not a multiple of 4 KiB at the file's
+ *     end: EOF (the kernel gives an unaligned count only at EOF, O_DIRECT
+ *     included; inside the file it is a short read: preadv_pages()); the page
  *     holding EOF gets its tail zeroed, later pages are zero pages; all
  *     uptodate.
  *   - it fails: the rest of the piece is read again page by page, so only
@@ -49,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef IOV_MAX
@@ -105,6 +107,48 @@ static ssize_t do_preadv(struct ra_backing *b, int fd, const struct iovec *iov,
 	return r;
 }
 
+/*
+ * do_preadv() of whole pages (@iov: page buffers) from b->fd.  A count that
+ * is not a page multiple is EOF (the kernel's rule for local file systems,
+ * O_DIRECT included) only where the file ends: a backing that returns a
+ * short count inside the file (a network or FUSE file system, a signal)
+ * would otherwise have zeros served as its data.  Buffered mode reads the
+ * rest of that page in place; O_DIRECT (aligned offsets only) asks again a
+ * few times, then fails with -EIO.
+ */
+static ssize_t preadv_pages(struct ra_backing *b, const struct iovec *iov,
+			    int iovcnt, off_t off)
+{
+	for (int tries = 0;; tries++) {
+		ssize_t r = do_preadv(b, b->fd, iov, iovcnt, off);
+		size_t tail = (size_t)r & (RA_IO_PAGE_SIZE - 1);
+		struct stat st;
+
+		if (r <= 0 || !tail)
+			return r;
+		if (fstat(b->fd, &st) || off + r >= st.st_size)
+			return r; /* EOF */
+		if (b->mode == RA_BACKING_IO_BUFFERED) {
+			char *page = iov[r >> RA_IO_PAGE_SHIFT].iov_base;
+
+			while (tail < RA_IO_PAGE_SIZE) {
+				struct iovec rest = {page + tail,
+						     RA_IO_PAGE_SIZE - tail};
+				ssize_t n =
+					do_preadv(b, b->fd, &rest, 1, off + r);
+
+				if (n <= 0)
+					return n < 0 ? n : r; /* n: EOF */
+				r += n;
+				tail += (size_t)n;
+			}
+			return r;
+		}
+		if (tries == 3)
+			return -EIO;
+	}
+}
+
 static uint64_t pindex(struct ra_backing *b, struct cache_page *p)
 {
 	return b->ops->index(p);
@@ -150,7 +194,7 @@ static int read_one(struct ra_backing *b, struct cache_page *p)
 {
 	struct iovec iov = {b->ops->data(p), RA_IO_PAGE_SIZE};
 	off_t off = page_off(pindex(b, p));
-	ssize_t r = do_preadv(b, b->fd, &iov, 1, off);
+	ssize_t r = preadv_pages(b, &iov, 1, off);
 
 	if (r < 0) {
 		CTR_ADD(b, errors, 1);
@@ -192,8 +236,7 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 	}
 	while (done < n) {
 		off_t off = page_off(pindex(b, pages[done]));
-		ssize_t r =
-			do_preadv(b, b->fd, iov + done, (int)(n - done), off);
+		ssize_t r = preadv_pages(b, iov + done, (int)(n - done), off);
 		size_t full, tail;
 
 		if (r < 0) {

@@ -8,6 +8,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,15 +41,129 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 	       workers * window;
 }
 
+/* A cgroup limit this large is "no limit" (v1 writes 2^63 less a page). */
+#define CG_UNLIMITED (1ull << 62)
+
+/* The first number in @path (after "@key " when @key), or 0: none, "max",
+ * unreadable, or a limit that is none. */
+static uint64_t cg_read_limit(const char *path, const char *key)
+{
+	char line[256];
+	size_t klen = key ? strlen(key) : 0;
+	uint64_t v = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *end;
+
+		if (key) {
+			if (strncmp(line, key, klen) || line[klen] != ' ')
+				continue;
+			p += klen + 1;
+		}
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		if (errno || end == p || (*end && *end != '\n'))
+			v = 0;
+		break;
+	}
+	fclose(f);
+	return v >= CG_UNLIMITED ? 0 : v;
+}
+
+static uint64_t cg_min(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+uint64_t afs_cgroup_mem_limit(const char *root)
+{
+	char line[4096], path[4096 + 256], v2[4096] = "";
+	uint64_t limit = 0;
+	bool v1 = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/proc/self/cgroup", root);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!v1 && fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':'), *cg, *c, *save;
+
+		cg = ctl ? strchr(++ctl, ':') : NULL;
+		if (!cg)
+			continue;
+		*cg++ = '\0';
+		cg[strcspn(cg, "\n")] = '\0';
+		if (*cg != '/' || strstr(cg, "/.."))
+			continue;
+		if (!*ctl) { /* v2: "0::/path" */
+			snprintf(v2, sizeof(v2), "%s", cg);
+			continue;
+		}
+		for (c = strtok_r(ctl, ",", &save); c;
+		     c = strtok_r(NULL, ",", &save)) {
+			if (strcmp(c, "memory"))
+				continue;
+			/* v1: the hierarchical limit is the smallest of the
+			 * cgroup's and its ancestors'. */
+			snprintf(path, sizeof(path),
+				 "%s/sys/fs/cgroup/memory%s/memory.stat", root,
+				 strcmp(cg, "/") ? cg : "");
+			limit = cg_read_limit(path,
+					      "hierarchical_memory_limit");
+			snprintf(path, sizeof(path),
+				 "%s/sys/fs/cgroup/memory%s/"
+				 "memory.limit_in_bytes",
+				 root, strcmp(cg, "/") ? cg : "");
+			limit = cg_min(limit, cg_read_limit(path, NULL));
+			v1 = true;
+			break;
+		}
+	}
+	fclose(f);
+	if (v1 || !*v2)
+		return limit;
+	/* v2: memory.max of the cgroup and of every ancestor below the
+	 * root (which has none). */
+	for (;;) {
+		char *slash;
+
+		if (!strcmp(v2, "/") || !*v2)
+			break;
+		snprintf(path, sizeof(path), "%s/sys/fs/cgroup%s/memory.max",
+			 root, v2);
+		limit = cg_min(limit, cg_read_limit(path, NULL));
+		slash = strrchr(v2, '/');
+		*slash = '\0';
+	}
+	return limit;
+}
+
+uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min)
+{
+	uint64_t size = ram ? ram / 8 : 256u << 20;
+
+	if (cg_limit && (!ram || cg_limit < ram) && cg_limit / 4 < size) {
+		size = cg_limit / 4;
+		if (size < min)
+			size = min;
+	}
+	return size;
+}
+
 uint64_t afs_ahead_cache_size(const struct afs_ahead_config *cfg)
 {
 	long pages = sysconf(_SC_PHYS_PAGES);
 	long psize = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * psize : 0;
 
 	if (cfg->cache_size)
 		return cfg->cache_size;
-	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 8
-				      : 256u << 20;
+	return afs_ahead_default_size(ram, afs_cgroup_mem_limit(""),
+				      afs_ahead_min_cache(cfg, cfg->threads));
 }
 
 int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,

@@ -99,7 +99,9 @@ extern const char *const afs_write_mode_names[];
 
 /**
  * struct afs_ahead_config - The data path options (-o cache_size=, ...).
- * @cache_size: Cache budget in bytes; 0: an eighth of RAM.
+ * @cache_size: Cache budget in bytes; 0: the default (afs_ahead_cache_size()).
+ * @threads: Serving threads: the default budget is never below what they
+ *	and the readahead workers need (afs_ahead_min_cache()).
  * @ra: The readahead engine's options (ra_max=, ra_workers=, stripe=,
  *	chunk=, context_ra=, backing_io=).
  * @read_mode: -o read_mode=.
@@ -108,6 +110,7 @@ extern const char *const afs_write_mode_names[];
  */
 struct afs_ahead_config {
 	uint64_t cache_size;
+	unsigned int threads;
 	struct ra_config ra;
 	enum afs_read_mode read_mode;
 	enum afs_write_mode write_mode;
@@ -172,9 +175,35 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 			     unsigned int threads);
 
 /**
- * afs_ahead_cache_size() - The budget @cfg asks for: cache_size, or an
- * eighth of RAM when it is 0.
- * Context: Pure but for sysconf().
+ * afs_cgroup_mem_limit() - The memory limit of the calling process's memory
+ * cgroup, found through @root/proc/self/cgroup: cgroup v1 (a "memory"
+ * controller line): the smaller of hierarchical_memory_limit in
+ * memory.stat and memory.limit_in_bytes under @root/sys/fs/cgroup/memory;
+ * v2 (the "0::" line, when no v1 memory line): the smallest memory.max of
+ * the cgroup and its ancestors under @root/sys/fs/cgroup.
+ * @root: Prefix of /proc and /sys: "" for the machine, a directory of fake
+ *	files for tests.
+ * Context: Reads files; any thread.
+ * Return: The limit in bytes; 0 for none ("max", unlimited, or nothing
+ *	readable).
+ */
+uint64_t afs_cgroup_mem_limit(const char *root);
+
+/**
+ * afs_ahead_default_size() - The default budget: an eighth of @ram (256 MiB
+ * when @ram is 0); where a memory cgroup limit @cg_limit below @ram is set,
+ * a quarter of it when that is smaller, but never below @min.
+ * Context: Pure.
+ */
+uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min);
+
+/**
+ * afs_ahead_cache_size() - The budget @cfg asks for: cache_size, or when it
+ * is 0 the default for this machine and this process's memory cgroup
+ * (afs_ahead_default_size() of RAM, afs_cgroup_mem_limit() and
+ * afs_ahead_min_cache() of @cfg->threads).  The one place the default is
+ * resolved.
+ * Context: sysconf() and the cgroup files; before mounting.
  */
 uint64_t afs_ahead_cache_size(const struct afs_ahead_config *cfg);
 

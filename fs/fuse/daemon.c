@@ -182,6 +182,7 @@ static void apply_mount_attrs(const struct afs_opts *o)
 static void ahead_config(const struct afs_opts *o, struct afs_ahead_config *c)
 {
 	*c = o->ahead;
+	c->threads = o->single_thread ? 1 : o->max_threads;
 	c->ra.auto_floor_bytes = AFS_RA_AUTO_FLOOR;
 }
 

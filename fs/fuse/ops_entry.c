@@ -204,10 +204,11 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	unsigned capable = conn->capable;
 
 	/* Coherency first: no parallel dirops, no writeback cache (but as
-	 * -o write_mode=writeback asks, below); no
-	 * kill-priv handling by us (the kernel sends the setattr that clears
-	 * suid/sgid, which a root daemon would otherwise not clear); no
-	 * splice (replies come from the cache's pages).  Async reads stay on:
+	 * -o write_mode=writeback asks, below); no kill-priv handling by us
+	 * (libfuse 3.14 never passes FUSE_CAP_HANDLE_KILLPRIV on to the
+	 * kernel: the kernel sends the SETATTR that clears suid/sgid, see
+	 * kill_bits()); no splice (replies come from the cache's pages).
+	 * Async reads stay on:
 	 * the kernel's readahead then runs in the background instead of
 	 * one request at a time per reader, and the cache orders nothing by
 	 * arrival. */
@@ -387,6 +388,65 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 	return 0;
 }
 
+/*
+ * Kill privileges.  On a write, truncate or chown of a regular file by a
+ * caller without CAP_FSETID the kernel clears setuid (and setgid with group
+ * execute) itself, with a SETATTR of the mode less those bits, alone
+ * (before a WRITE) or beside the size or the owner.  Performed as the
+ * caller, that chmod fails with EPERM for anyone but the owner, where the
+ * backing's own write, truncate or chown succeeds and clears the bits.
+ * kill_bits() recognises the shape: a mode that is the file's current
+ * mode less some of S_ISUID and S_ISGID, nothing else changed; those bits
+ * are cleared after the rest of the request succeeded (the backing may
+ * have cleared them already: a truncate or chown as the caller does) and
+ * never set again.  Where the caller may not chmod, the daemon clears
+ * them with its own rights when the request carries the truncate or chown
+ * that earned the clearing, or, for the mode alone (a write's), when the
+ * caller may write the file: such a caller could clear the bits on the
+ * backing with any write, so it gains nothing.  (A chmod u-s by such a
+ * caller with no_default_permissions looks the same and succeeds; with
+ * default_permissions the kernel refuses it first.)  security.capability
+ * the kernel removes with a REMOVEXATTR, the backing on a write.
+ */
+static mode_t kill_bits(const struct afs_inode *i, const struct stat *attr,
+			int valid)
+{
+	struct stat st;
+	mode_t kill;
+
+	if (!(valid & FUSE_SET_ATTR_MODE) || !S_ISREG(i->type) ||
+	    fstatat(i->fd, "", &st, AT_EMPTY_PATH))
+		return 0;
+	kill = st.st_mode & (S_ISUID | S_ISGID) & ~attr->st_mode;
+	if (!kill || (attr->st_mode & 07777) != (st.st_mode & 07777 & ~kill))
+		return 0;
+	return kill;
+}
+
+/* As the caller: clear @kill.  Return 0 (done), 1 (the daemon must clear
+ * them with its rights, into *@mode) or -errno. */
+static int kill_as_caller(struct afs_inode *i, mode_t kill, int valid,
+			  mode_t *mode)
+{
+	char proc[AFS_PROCPATH_LEN];
+	struct stat st;
+
+	if (fstatat(i->fd, "", &st, AT_EMPTY_PATH))
+		return -errno;
+	if (!(st.st_mode & kill))
+		return 0;
+	*mode = st.st_mode & 07777 & ~kill;
+	afs_procpath(proc, i->fd);
+	if (!chmod(proc, *mode))
+		return 0;
+	if (errno != EPERM)
+		return -errno;
+	if (valid &
+	    (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+		return 1;
+	return faccessat(AT_FDCWD, proc, W_OK, AT_EACCESS) ? -EPERM : 1;
+}
+
 void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		    int valid, struct fuse_file_info *fi)
 {
@@ -394,10 +454,14 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct afs_inode *i = afs_req_inode(req, ino);
 	struct afs_creds c;
 	struct stat st;
+	mode_t kill, mode = 0;
 	int rc, times = 0;
 
 	if (!i)
 		return;
+	kill = kill_bits(i, attr, valid);
+	if (kill)
+		valid &= ~FUSE_SET_ATTR_MODE;
 	/* With the writeback cache the kernel stamps a file's times itself
 	 * and sends them on with SETATTR, in the context of whoever closes or
 	 * syncs the file -- a caller who may write it but, not owning it, may
@@ -412,7 +476,15 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
 		rc = do_setattr(i, attr, valid & ~times, fi);
+		if (!rc && kill)
+			rc = kill_as_caller(i, kill, valid, &mode);
 		afs_creds_leave(&c);
+	}
+	if (rc == 1) {
+		char proc[AFS_PROCPATH_LEN];
+
+		afs_procpath(proc, i->fd);
+		rc = chmod(proc, mode) ? -errno : 0;
 	}
 	if (!rc && times)
 		rc = do_setattr(i, attr, times, fi);

@@ -310,6 +310,23 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, -rc);
 }
 
+/* Kill privileges on a write.  The kernel's SETATTR before the WRITE
+ * clears setuid and setgid-with-group-execute (ops_entry.c kill_bits());
+ * the backing also clears setgid without group execute when the writer is
+ * not in the file's group.  A write the backing performs under the
+ * caller's ids clears exactly what the same write on the backing would; a
+ * root daemon writing as itself (CAP_FSETID) would clear nothing.  One
+ * fstat per write of a non-root caller; the ids are switched only for a
+ * file that still has either bit. */
+static bool kill_privs_as_caller(fuse_req_t req, int fd)
+{
+	struct stat st;
+
+	if (!afs_req_fs(req)->as_root || fuse_req_ctx(req)->uid == 0)
+		return false;
+	return !fstat(fd, &st) && (st.st_mode & (S_ISUID | S_ISGID));
+}
+
 void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		      off_t off, struct fuse_file_info *fi)
 {
@@ -320,7 +337,19 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	dst.buf[0].fd = f->h.fd;
 	dst.buf[0].pos = off;
-	n = fuse_buf_copy(&dst, bufv, 0);
+	if (kill_privs_as_caller(req, f->h.fd)) {
+		struct afs_creds c;
+		int rc = afs_req_creds_enter(req, &c, false);
+
+		if (rc) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
+		n = fuse_buf_copy(&dst, bufv, 0);
+		afs_creds_leave(&c);
+	} else {
+		n = fuse_buf_copy(&dst, bufv, 0);
+	}
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
@@ -361,9 +390,20 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		      off_t length, struct fuse_file_info *fi)
 {
 	struct afs_file *f = afs_file_of(fi);
+	bool as_caller = kill_privs_as_caller(req, f->h.fd);
+	struct afs_creds c;
+	int rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
 
-	if (fallocate(f->h.fd, mode, offset, length)) {
-		fuse_reply_err(req, errno);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (fallocate(f->h.fd, mode, offset, length))
+		rc = -errno;
+	if (as_caller)
+		afs_creds_leave(&c);
+	if (rc) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	/* Punched or zeroed bytes change; plain allocation only the size,
@@ -390,13 +430,23 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    size_t len, int flags)
 {
 	struct afs_file *out = afs_file_of(fi_out);
+	bool as_caller = kill_privs_as_caller(req, out->h.fd);
 	off_t dst = off_out;
+	struct afs_creds c;
 	ssize_t n;
+	int rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
 
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	n = copy_file_range(afs_fi_fd(fi_in), &off_in, out->h.fd, &off_out, len,
 			    (unsigned)flags);
-	if (n < 0) {
-		fuse_reply_err(req, errno);
+	rc = n < 0 ? -errno : 0;
+	if (as_caller)
+		afs_creds_leave(&c);
+	if (rc) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	afs_fcache_changed(afs_inode_fc(out->inode), out->h.fd, (uint64_t)dst,

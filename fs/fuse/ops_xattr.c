@@ -26,7 +26,10 @@
  * so the cached answer is the one the backing would give any of them.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -129,6 +132,35 @@ static void cap_note(struct afs_inode *i, enum xattr_op op, const char *name,
 		__atomic_store_n(&i->nocap, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * The kernel removes security.capability itself (kill-privilege) before a
+ * write, truncate or chown reaches the daemon, for any caller, and with
+ * no_default_permissions before it knows whether the truncate or chown is
+ * allowed.  The serving thread keeps CAP_SETFCAP under the caller's fsuid,
+ * so the removal would succeed for anyone: a stranger's refused chown or
+ * truncate used to strip a file's capabilities.  The backing drops them
+ * for a caller who may write the file or change its owner, as part of the
+ * write, truncate or chown itself.  So for a caller who is not root, not
+ * the owner and may not write the file, the removal is answered as done
+ * and left to the backing's own call that follows: refused, it keeps the
+ * capability and answers the backing's errno; a write by a caller whose
+ * write access went after the open drops it on the backing anyway.  (A
+ * removexattr(2) of it by such a caller reaches the daemon only when the
+ * caller has CAP_SETFCAP, without being root: that one is not done.)
+ */
+static bool may_remove(fuse_req_t req, const char *name, const char *proc)
+{
+	uid_t uid = fuse_req_ctx(req)->uid;
+	struct stat st;
+
+	if (strcmp(name, "security.capability") || !afs_req_fs(req)->as_root ||
+	    uid == 0)
+		return true;
+	if (!stat(proc, &st) && st.st_uid == uid)
+		return true;
+	return !faccessat(AT_FDCWD, proc, W_OK, AT_EACCESS);
+}
+
 static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 			 const struct xattr_args *a)
 {
@@ -183,7 +215,8 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 		}
 		break;
 	case X_REMOVE:
-		n = removexattr(proc, a->name);
+		n = may_remove(req, a->name, proc) ? removexattr(proc, a->name)
+						   : 0;
 		break;
 	}
 	if (n < 0)

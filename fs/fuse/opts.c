@@ -86,7 +86,9 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "through the mount alone)",
 	 0, 0, afs_write_mode_names},
 	{"cache_size", OPT_BYTES, true, F(ahead.cache_size), 4 * 1024 * KIB,
-	 1024 * GIB, "aheadfs's page cache budget (default an eighth of RAM)"},
+	 1024 * GIB,
+	 "aheadfs's page cache budget (default an eighth of RAM, or a "
+	 "quarter of a smaller memory cgroup limit)"},
 	{"ra_max", OPT_BYTES, true, F(ahead.ra.max_bytes), 0,
 	 RA_MAX_BYTES_LIMIT,
 	 "largest readahead window (default max(4M, 2 x stripe width))"},

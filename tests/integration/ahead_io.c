@@ -31,6 +31,12 @@
  *                                BS bytes at 0 on the same fd (a header);
  *                                prints "requested N rounded P", P = the
  *                                distinct pages touched x 4096
+ *   slow FILE SEED THREADS BS RATE SECONDS
+ *                                THREADS slow streams: thread t opens FILE
+ *                                itself and reads its own part (the file in
+ *                                THREADS equal parts) sequentially in BS
+ *                                pieces at RATE bytes/s, for SECONDS, every
+ *                                piece checked; prints "bytes N"
  *   xattr PATH NAME              getxattr(PATH, NAME) the way getfattr does:
  *                                size first, then the value into a buffer of
  *                                that size; prints the value; fails if the
@@ -50,6 +56,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PAGE ((uint64_t)4096)
@@ -307,6 +314,101 @@ static int cmd_coop(const char *path, unsigned threads, uint64_t bs,
 	return 0;
 }
 
+struct slow {
+	const char *path;
+	uint64_t part, bs, rate;
+	struct timespec end;
+	uint64_t bytes; /* __atomic */
+	int failed; /* __atomic */
+	unsigned next; /* __atomic: next thread's number */
+};
+
+static double ts_sec(const struct timespec *t)
+{
+	return (double)t->tv_sec + (double)t->tv_nsec / 1e9;
+}
+
+static void *slow_thread(void *arg)
+{
+	struct slow *s = arg;
+	unsigned t = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
+	uint64_t off = t * s->part, end = off + s->part, done = 0;
+	uint8_t *buf = malloc(s->bs);
+	struct timespec start, now;
+	int fd = open(s->path, O_RDONLY);
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	if (!buf || fd < 0) {
+		die(s->path);
+		goto fail;
+	}
+	for (;;) {
+		size_t want = end - off < s->bs ? end - off : s->bs;
+		double due;
+		ssize_t n;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!want || ts_sec(&now) >= ts_sec(&s->end) ||
+		    __atomic_load_n(&s->failed, __ATOMIC_RELAXED))
+			break;
+		/* Pace: piece k is due at start + k * bs / rate. */
+		due = ts_sec(&start) + (double)done / (double)s->rate;
+		if (due > ts_sec(&now))
+			usleep((useconds_t)((due - ts_sec(&now)) * 1e6));
+		n = pread(fd, buf, want, (off_t)off);
+		if (n != (ssize_t)want) {
+			if (n < 0)
+				die("pread");
+			else
+				fprintf(stderr,
+					"ahead_io: short read %zd of %zu at "
+					"%" PRIu64 "\n",
+					n, want, off);
+			goto fail;
+		}
+		if (verify(s->path, buf, off, want))
+			goto fail;
+		off += want;
+		done += want;
+	}
+	__atomic_add_fetch(&s->bytes, done, __ATOMIC_RELAXED);
+	free(buf);
+	close(fd);
+	return NULL;
+fail:
+	__atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+static int cmd_slow(const char *path, unsigned threads, uint64_t bs,
+		    uint64_t rate, uint64_t seconds)
+{
+	struct slow s = {.path = path, .bs = bs, .rate = rate};
+	pthread_t tid[256];
+	struct stat st;
+	unsigned t;
+
+	if (!threads || threads > 256 || !bs || !rate)
+		return 2;
+	if (stat(path, &st))
+		return die(path);
+	s.part = (uint64_t)st.st_size / threads / bs * bs;
+	clock_gettime(CLOCK_MONOTONIC, &s.end);
+	s.end.tv_sec += (time_t)seconds;
+	for (t = 0; t < threads; t++)
+		if (pthread_create(&tid[t], NULL, slow_thread, &s))
+			break;
+	for (unsigned i = 0; i < t; i++)
+		pthread_join(tid[i], NULL);
+	if (t < threads || s.failed)
+		return 1;
+	printf("bytes %" PRIu64 "\n", s.bytes);
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -445,6 +547,12 @@ int main(int argc, char **argv)
 				  argc > 8 ? parse_size(argv[8]) : 0,
 				  argc > 9 && parse_size(argv[9]));
 	}
+	if (!strcmp(cmd, "slow") && argc == 8) {
+		seed = parse_size(argv[3]);
+		return cmd_slow(argv[2], (unsigned)parse_size(argv[4]),
+				parse_size(argv[5]), parse_size(argv[6]),
+				parse_size(argv[7]));
+	}
 	if (!strcmp(cmd, "xattr") && argc == 4)
 		return cmd_xattr(argv[2], argv[3]);
 	fprintf(stderr, "usage: afs_ahead_io fill FILE SIZE SEED\n"
@@ -454,6 +562,8 @@ int main(int argc, char **argv)
 			"one|per-request\n"
 			"       afs_ahead_io random FILE SEED COUNT BS RSEED "
 			"[SPAN [GRID [HEAD]]]\n"
+			"       afs_ahead_io slow FILE SEED THREADS BS RATE "
+			"SECONDS\n"
 			"       afs_ahead_io xattr PATH NAME\n");
 	return 2;
 }

@@ -214,6 +214,7 @@ struct hook {
 	int ncalls; /* protected by lock */
 	int64_t fail_page; /* -1: none; any call covering it fails -EIO */
 	size_t max_pages; /* 0: none; else return at most this many pages */
+	size_t max_bytes; /* 0: none; else return at most this many bytes */
 	bool refuse_probe; /* the probe (first call, 1 page at 0): EINVAL */
 	bool probed;
 	sem_t *stall; /* if set: every call waits for a post first */
@@ -254,7 +255,12 @@ static ssize_t hook_preadv(void *ctx, int fd, const struct iovec *iov,
 	if (h->max_pages && (size_t)iovcnt > h->max_pages)
 		iovcnt = (int)h->max_pages;
 	r = preadv(fd, iov, iovcnt, off);
-	return r < 0 ? -errno : r;
+	if (r < 0)
+		return -errno;
+	/* A short count inside the file that is not a page multiple (a
+	 * network or FUSE backing answers so): the first bytes only. */
+	return h->max_bytes && (size_t)r > h->max_bytes ? (ssize_t)h->max_bytes
+							: r;
 }
 
 static struct hook *hook_new(void)
@@ -548,6 +554,52 @@ static void test_short_read_continues(void **state)
 	ra_backing_stats(f->b, &st);
 	assert_int_equal(st.pages_eof, 0);
 	assert_int_equal(st.reads, 3);
+	pages_free(ps);
+	fx_free(f);
+}
+
+/*
+ * A short count that is not a page multiple inside the file is not EOF:
+ * buffered mode reads the rest of the page in place and every page holds
+ * the file's bytes, none is taken for EOF.
+ */
+static void test_unaligned_short_read_buffered(void **state)
+{
+	struct fx *f = fx_new("/dev/shm", 8 * PG, RA_BACKING_IO_BUFFERED, 0, 0);
+	struct pageset *ps = pages_range(0, 4);
+	struct ra_backing_stats st;
+
+	f->hook->max_bytes = 1000;
+	assert_int_equal(
+		ra_backing_read(f->b, ps->ptr, ps->n, NULL, RA_PRIO_DEMAND), 0);
+	for (size_t i = 0; i < ps->n; i++)
+		check_page(&ps->pg[i], f->size);
+	ra_backing_stats(f->b, &st);
+	assert_int_equal(st.pages_eof, 0);
+	pages_free(ps);
+	fx_free(f);
+}
+
+/* On the O_DIRECT fd the rest of a page cannot be asked for: a backing
+ * that keeps answering short fails the pages with EIO, never zeros. */
+static void test_unaligned_short_read_direct(void **state)
+{
+	struct fx *f = fx_new(disk_dir(), 8 * PG, RA_BACKING_IO_AUTO, 0, 0);
+	struct pageset *ps = pages_range(0, 4);
+
+	if (ra_backing_mode(f->b) != RA_BACKING_IO_DIRECT) {
+		pages_free(ps);
+		fx_free(f);
+		skip();
+	}
+	f->hook->max_bytes = 1000;
+	assert_int_equal(
+		ra_backing_read(f->b, ps->ptr, ps->n, NULL, RA_PRIO_DEMAND),
+		-EIO);
+	for (size_t i = 0; i < ps->n; i++) {
+		assert_int_equal(ps->pg[i].completions, 1);
+		assert_int_equal(ps->pg[i].err, -EIO);
+	}
 	pages_free(ps);
 	fx_free(f);
 }
@@ -935,6 +987,8 @@ int main(void)
 		cmocka_unit_test(test_queue_cancel_and_dedupe),
 		cmocka_unit_test(test_shutdown_with_read_in_flight),
 		cmocka_unit_test(test_refused_pieces_read_inline),
+		cmocka_unit_test(test_unaligned_short_read_buffered),
+		cmocka_unit_test(test_unaligned_short_read_direct),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
