@@ -41,7 +41,8 @@ cflags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 	-DAHEADFS_VERSION=\"fuzz\" -I"$top")
 case $target in
 opts)
-	src=("$here/fuzz_opts.c" "$top/fs/fuse/opts.c" "$top/ra/geometry.c")
+	src=("$here/fuzz_opts.c" "$top/fs/fuse/opts.c" "$top/ra/settings.c"
+		"$top/fs/data/modes.c")
 	read -ra pc <<<"$(pkg-config --cflags --libs fuse3)"
 	libs=("${pc[@]}" -lm)
 	;;
@@ -50,8 +51,8 @@ json)
 	libs=(-lm)
 	;;
 xattr)
-	src=("$here/fuzz_xattr.c" "$top/fs/stats/xattr.c" "$top"/fs/data/*.c
-		"$top"/ra/*.c "$top"/cache/*.c)
+	src=("$here/fuzz_xattr.c" "$top"/fs/stats/{xattr,stats,map,tune,jsonw,schema}.c
+		"$top"/fs/data/*.c "$top"/ra/*.c "$top"/cache/*.c)
 	read -ra pc <<<"$(pkg-config --cflags --libs liburcu)"
 	libs=("${pc[@]}" -lpthread -lm)
 	;;
