@@ -364,7 +364,7 @@ static void *thread_write(void *arg)
 	struct thread_arg *a = arg;
 	struct shared *s = a->s;
 	const struct params *p = s->p;
-	uint64_t todo = p->total / p->threads, done = 0;
+	uint64_t want = p->total / p->threads, done = 0;
 	char name[4096];
 	char *buf = malloc(p->bs);
 	uint64_t x = a->seed;
@@ -381,8 +381,8 @@ static void *thread_write(void *arg)
 
 		memcpy(buf + i, &r, 8);
 	}
-	while (done < todo) {
-		size_t len = todo - done < p->bs ? todo - done : p->bs;
+	while (done < want) {
+		size_t len = want - done < p->bs ? want - done : p->bs;
 		ssize_t n = write(fd, buf, len);
 
 		if (n < 0) {
