@@ -28,6 +28,8 @@
 #include "fs/data/data.h"
 #include "ra/ra.h"
 
+#include "../read_check.h"
+
 struct fixture {
 	char path[64];
 	int fd;
@@ -113,49 +115,20 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* What a reply carried, checked against the pattern as it arrives. */
-struct reply_check {
-	uint64_t off; /* of the next byte */
-	uint64_t bytes;
-	bool bad;
-};
-
-static int check_reply(void *ctx, const struct iovec *iov, int n)
-{
-	struct reply_check *rc = ctx;
-
-	for (int v = 0; v < n; v++) {
-		const uint8_t *b = iov[v].iov_base;
-
-		for (size_t i = 0; i < iov[v].iov_len; i++, rc->off++)
-			if (b[i] != pattern(rc->off))
-				rc->bad = true;
-		rc->bytes += iov[v].iov_len;
-	}
-	return 0;
-}
-
 /*
  * Read pages [index, index + nr) through the data path and check every
- * byte.  The pages stay data (direct mode), as these tests look at them
- * afterwards.  Return: pages served.
+ * byte (read_check.h).  Return: pages served.
  */
 static uint64_t read_pages(struct fixture *fx, struct ra_state *st,
 			   uint64_t index, uint64_t nr)
 {
-	struct reply_check got = {.off = index * 4096};
-	struct afs_read r = {.fc = fx->fc,
-			     .ra = st,
-			     .fd = fx->fd,
-			     .keep_data = true,
-			     .reply = check_reply,
-			     .ctx = &got};
+	uint64_t bytes = 0;
 
-	assert_int_equal(afs_data_read(fx->a, &r, index * 4096, nr * 4096), 0);
-	if (got.bad)
-		fail_msg("a read at page %llu returned wrong bytes",
+	if (test_read_bytes(fx->a, fx->fc, fx->fd, st, index, nr, pattern,
+			    &bytes))
+		fail_msg("a read at page %llu failed or returned wrong bytes",
 			 (unsigned long long)index);
-	return (got.bytes + 4095) / 4096;
+	return (bytes + 4095) / 4096;
 }
 
 /* Wait until no page of the file has I/O in flight (queued windows done). */

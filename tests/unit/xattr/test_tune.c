@@ -33,7 +33,7 @@
 
 #include "cache/cache.h"
 #include "ra/ra.h"
-#include "xattr_test.h"
+#include "../read_check.h"
 
 #define PAGE 4096u
 #define NPAGES 2048u /* 8 MiB */

@@ -24,7 +24,7 @@
 
 #include "fs/stats/xattr.h"
 #include "fs/stats/json.h"
-#include "xattr_test.h"
+#include "../read_check.h"
 
 #define PAGE 4096u
 #define FILE_SIZE (8u << 20) /* 2048 pages */

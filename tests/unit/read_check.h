@@ -1,9 +1,10 @@
-/* xattr_test.h - reads for the unit tests of tests/unit/xattr, through the
- * data path's own read function (afs_data_read()), every byte checked.
- * Returns errors instead of asserting, so reader threads can use it.
+/* read_check.h - reads for the unit tests (tests/unit/ra, tests/unit/xattr),
+ * through the data path's own read function (afs_data_read()), every byte
+ * checked.  Returns errors instead of asserting, so reader threads can use
+ * it.
  */
-#ifndef AFS_TEST_XATTR_TEST_H
-#define AFS_TEST_XATTR_TEST_H
+#ifndef AFS_TEST_READ_CHECK_H
+#define AFS_TEST_READ_CHECK_H
 
 #include <errno.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@ typedef uint8_t (*test_byte_fn)(uint64_t off);
 
 struct test_reply {
 	uint64_t off; /* of the next byte */
+	uint64_t bytes; /* replied */
 	test_byte_fn want;
 	bool bad;
 };
@@ -32,19 +34,22 @@ static inline int test_reply_check(void *ctx, const struct iovec *iov, int n)
 		for (size_t i = 0; i < iov[v].iov_len; i++, t->off++)
 			if (t->want && b[i] != t->want(t->off))
 				t->bad = true;
+		t->bytes += iov[v].iov_len;
 	}
 	return 0;
 }
 
 /*
  * Read pages [index, index + nr) of @fc on handle @st (backing fd @fd),
- * check each byte against @want.  The pages stay data (direct mode), as
- * the tests look at them afterwards.
+ * check each byte against @want, and count the bytes replied in *@bytes
+ * (may be NULL).  The pages stay data (direct mode), as the tests look at
+ * them afterwards.
  * Return: 0, afs_data_read()'s -errno, or -EIO for a wrong byte.
  */
-static inline int test_read_check(struct afs_ahead *a, struct afs_fcache *fc,
+static inline int test_read_bytes(struct afs_ahead *a, struct afs_fcache *fc,
 				  int fd, struct ra_state *st, uint64_t index,
-				  uint64_t nr, test_byte_fn want)
+				  uint64_t nr, test_byte_fn want,
+				  uint64_t *bytes)
 {
 	struct test_reply t = {.off = index * CACHE_PAGE_SIZE, .want = want};
 	struct afs_read r = {.fc = fc,
@@ -56,7 +61,17 @@ static inline int test_read_check(struct afs_ahead *a, struct afs_fcache *fc,
 	int rc = afs_data_read(a, &r, index * CACHE_PAGE_SIZE,
 			       nr * CACHE_PAGE_SIZE);
 
+	if (bytes)
+		*bytes = t.bytes;
 	return rc ? rc : t.bad ? -EIO : 0;
+}
+
+/* test_read_bytes() without the count. */
+static inline int test_read_check(struct afs_ahead *a, struct afs_fcache *fc,
+				  int fd, struct ra_state *st, uint64_t index,
+				  uint64_t nr, test_byte_fn want)
+{
+	return test_read_bytes(a, fc, fd, st, index, nr, want, NULL);
 }
 
 /* Wait until no page of [0, @npages) has I/O in flight. */
@@ -77,4 +92,4 @@ static inline void test_settle(struct cache_mapping *m, uint64_t npages)
 	}
 }
 
-#endif /* AFS_TEST_XATTR_TEST_H */
+#endif /* AFS_TEST_READ_CHECK_H */
