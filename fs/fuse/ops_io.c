@@ -168,6 +168,12 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 	afs_open_add(fs, &f->open);
 	fi->fh = (uintptr_t)f;
 	fi->keep_cache = !stale;
+	/* A read-only open has nothing to flush and no lock for a FLUSH to
+	 * release (locks stay with the kernel), so its close(2) costs no
+	 * round trip: the kernel sends only the asynchronous RELEASE.  A
+	 * writable open keeps its FLUSH: close(2) reports the backing's
+	 * close errors (NFS backings write back on close). */
+	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	/* Attributes only (offset < 0): dropping pages here could need a
 	 * WRITE of dirty mmap pages that this thread, still inside the OPEN,
 	 * might be the one to serve.  keep_cache 0 drops them as the kernel

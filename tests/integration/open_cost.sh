@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# open_cost.sh - what an open + read + close costs in FUSE requests, counted
+# from the daemon's own debug log (-d prints one "opcode: NAME" line per
+# request):
+#   1. read-only opens answer OPEN with noflush: 200 open/pread/close of one
+#      file send no FLUSH at all, in both read modes;
+#   2. writable opens keep their FLUSH (close(2) reports the backing's
+#      close errors): each close of an O_WRONLY or O_RDWR open sends one;
+#   3. the bytes read are the backing's.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+afs_require_fuse
+head -c 1M /dev/urandom >"$AFS_SRC/f"
+
+opcodes()
+{
+	grep -c "opcode: $1 " "$AFS_LOG" || true
+}
+
+for mode in kernel direct; do
+	afs_mount -d -o read_mode=$mode
+	python3 - "$AFS_MNT/f" "$AFS_SRC/f" <<'PY'
+import os, sys
+mnt, src = sys.argv[1], sys.argv[2]
+want = open(src, "rb").read()
+for i in range(200):
+    off = (i * 11 * 1024) % (len(want) - 11 * 1024)
+    fd = os.open(mnt, os.O_RDONLY)
+    got = os.pread(fd, 11 * 1024, off)
+    os.close(fd)
+    if got != want[off:off + 11 * 1024]:
+        sys.exit("wrong bytes at %d" % off)
+PY
+	sleep 0.3 # RELEASE is sent in the background
+	opens=$(opcodes OPEN)
+	flushes=$(opcodes FLUSH)
+	releases=$(opcodes RELEASE)
+	echo "$mode read-only: OPEN $opens FLUSH $flushes RELEASE $releases"
+	[ "$opens" -ge 1 ] || afs_fail "$mode: no OPEN counted: is -d output parsed right?"
+	[ "$flushes" -eq 0 ] || afs_fail "$mode: $flushes FLUSH for read-only opens"
+	[ "$releases" -eq "$opens" ] || afs_fail "$mode: $releases RELEASE for $opens OPEN"
+
+	python3 - "$AFS_MNT/f" <<'PY'
+import os, sys
+for flags in [os.O_WRONLY] * 10 + [os.O_RDWR] * 10:
+    fd = os.open(sys.argv[1], flags)
+    os.close(fd)
+PY
+	sleep 0.3
+	wflushes=$(opcodes FLUSH)
+	echo "$mode writable: FLUSH $wflushes for 20 opens"
+	[ "$wflushes" -eq 20 ] || afs_fail "$mode: $wflushes FLUSH for 20 writable opens"
+	afs_umount
+done
+echo "open_cost: ok"
