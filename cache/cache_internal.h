@@ -128,6 +128,7 @@ struct cache_page {
 	uint64_t index;
 	struct cache_mapping *mapping;
 	void *data;
+	struct cache_chunk *chunk; /* the pool chunk holding data (not TSan) */
 	uint32_t refcount;
 	uint16_t flags;
 	uint8_t referenced;
@@ -185,12 +186,19 @@ struct cache_waitq {
 	pthread_cond_t cond;
 } __attribute__((aligned(64)));
 
-/* A chunk of the pool: CACHE_CHUNK_PAGES descriptors and buffers. */
+/* A chunk of the pool: CACHE_CHUNK_PAGES descriptors and buffers, the
+ * buffers one 2 MiB-aligned mapping (a transparent huge page where the
+ * kernel gives one).  freemap, nr_free and the partial link are under
+ * pool_lock. */
 struct cache_chunk {
 	struct cache_chunk *next;
 	void *buffers; /* mmap'd, CACHE_CHUNK_PAGES * CACHE_PAGE_SIZE */
 	struct cache_page *pages; /* the descriptors, same order */
 	unsigned int nr; /* pages in this chunk */
+	unsigned int nr_free; /* set bits in freemap */
+	bool on_partial; /* linked on c->partial (nr_free > 0) */
+	struct cds_list_head partial;
+	uint64_t freemap[CACHE_CHUNK_PAGES / 64]; /* bit i: page i is free */
 };
 
 struct cache_ghost_entry {
@@ -214,7 +222,7 @@ struct cache {
 	pthread_cond_t reclaim_cond; /* the reclaimer's wake-up */
 	struct cache_chunk *chunks;
 	uint64_t chunk_pages; /* pages in all chunks */
-	struct cds_list_head free_pages; /* descriptors linked by lru */
+	struct cds_list_head partial; /* chunks with free pages */
 	uint64_t used; /* allocated pages, pending included (relaxed reads) */
 	uint64_t pending; /* freed, waiting for a grace period */
 	uint64_t alloc_waits;

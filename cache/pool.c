@@ -1,10 +1,14 @@
 /* pool.c - page descriptors and buffers, allocated against the budget.
  *
- * Pages come from chunks: one mmap() of CACHE_CHUNK_PAGES 4 KiB buffers
- * (page-aligned, so O_DIRECT-ready) and one array of as many descriptors,
- * buffer i belonging to descriptor i for the chunk's life.  Chunks are
- * added as the cache fills, never beyond the budget, and unmapped at
- * cache_destroy(); free pages wait on a free list.  No malloc per page.
+ * Pages come from chunks: one 2 MiB-aligned mmap() of CACHE_CHUNK_PAGES
+ * 4 KiB buffers (O_DIRECT-ready, a transparent huge page where the kernel
+ * gives one) and one array of as many descriptors, buffer i belonging to
+ * descriptor i for the chunk's life.  Chunks are added as the cache fills,
+ * never beyond the budget, and unmapped at cache_destroy().  Free pages
+ * are bits in their chunk's free map; allocation takes the lowest free
+ * page of the first chunk that has one, so a window's pages get adjacent
+ * buffers in file order and its backing read reaches the device whole
+ * (see chunk_map()).  No malloc per page.
  *
  * The budget counts pages from allocation until the end of the grace
  * period that follows their last reference (c->used, pending included):
@@ -35,7 +39,7 @@ int cache_pool_init(struct cache *c)
 	pthread_condattr_t attr;
 	int rc;
 
-	CDS_INIT_LIST_HEAD(&c->free_pages);
+	CDS_INIT_LIST_HEAD(&c->partial);
 	rc = -pthread_mutex_init(&c->pool_lock, NULL);
 	if (rc)
 		return rc;
@@ -83,7 +87,50 @@ void cache_pool_destroy(struct cache *c)
 }
 
 #ifndef AHEADFS_TSAN
-/* Add a chunk to the free list.  pool_lock held. */
+#define CHUNK_BYTES ((size_t)CACHE_CHUNK_PAGES * CACHE_PAGE_SIZE)
+
+/* CHUNK_BYTES of buffers at a CHUNK_BYTES-aligned address, so that the
+ * kernel can back the chunk with one transparent huge page (asked for with
+ * MADV_HUGEPAGE: THP is often "madvise" only).  Physically contiguous
+ * buffers let one O_DIRECT read of a window reach the device as one
+ * request: the block layer merges adjacent pages into one segment, while
+ * scattered 4 KiB pages cut a read at the queue's max_segments (128 on a
+ * loop device: 512 KiB, against its 1280 KiB max_sectors_kb). */
+static void *chunk_map(size_t bytes)
+{
+	size_t span = bytes + CHUNK_BYTES;
+	char *raw, *start;
+	size_t head;
+
+	raw = mmap(NULL, span, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	start = (char *)(((uintptr_t)raw + CHUNK_BYTES - 1) &
+			 ~(uintptr_t)(CHUNK_BYTES - 1));
+	head = (size_t)(start - raw);
+	if (head)
+		munmap(raw, head);
+	munmap(start + bytes, span - head - bytes);
+	(void)madvise(start, bytes, MADV_HUGEPAGE); /* a hint: may be refused */
+	return start;
+}
+
+static void chunk_set_free_locked(struct cache *c, struct cache_chunk *ch,
+				  unsigned int slot)
+{
+	assert(!(ch->freemap[slot / 64] & (1ULL << (slot % 64))));
+	ch->freemap[slot / 64] |= 1ULL << (slot % 64);
+	ch->nr_free++;
+	if (!ch->on_partial) {
+		/* At the tail: the chunk at the head is drained first, so
+		 * consecutive allocations stay in one chunk. */
+		cds_list_add_tail(&ch->partial, &c->partial);
+		ch->on_partial = true;
+	}
+}
+
+/* Add a chunk, all of it free.  pool_lock held. */
 static int chunk_add_locked(struct cache *c)
 {
 	uint64_t nr = c->budget_pages - c->chunk_pages;
@@ -99,15 +146,19 @@ static int chunk_add_locked(struct cache *c)
 	ch->pages = calloc(nr, sizeof(*ch->pages));
 	if (!ch->pages)
 		goto out_free_chunk;
-	ch->buffers = mmap(NULL, nr * CACHE_PAGE_SIZE, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ch->buffers == MAP_FAILED)
+	ch->buffers = chunk_map(nr * CACHE_PAGE_SIZE);
+	if (!ch->buffers)
 		goto out_free_pages;
 	ch->nr = nr;
 	for (uint64_t i = 0; i < nr; i++) {
 		ch->pages[i].data = (char *)ch->buffers + i * CACHE_PAGE_SIZE;
-		cds_list_add_tail(&ch->pages[i].lru, &c->free_pages);
+		ch->pages[i].chunk = ch;
+		ch->freemap[i / 64] |= 1ULL << (i % 64);
 	}
+	ch->nr_free = nr;
+	/* At the head: a fresh chunk's pages are all adjacent. */
+	cds_list_add(&ch->partial, &c->partial);
+	ch->on_partial = true;
 	ch->next = c->chunks;
 	c->chunks = ch;
 	c->chunk_pages += nr;
@@ -120,20 +171,32 @@ out_free_chunk:
 	return -ENOMEM;
 }
 
+/* The lowest free page of the first chunk with any: successive calls hand
+ * out ascending, mostly adjacent buffers, which cache_insert_range() gives
+ * to ascending file pages -- the order a backing read's iovec takes them.
+ * Pages freed together (an evicted window) come back as a run. */
 static struct cache_page *page_get_locked(struct cache *c)
 {
-	struct cache_page *p;
+	struct cache_chunk *ch;
+	unsigned int w, slot;
 
-	if (cds_list_empty(&c->free_pages) && chunk_add_locked(c))
+	if (cds_list_empty(&c->partial) && chunk_add_locked(c))
 		return NULL;
-	p = cds_list_first_entry(&c->free_pages, struct cache_page, lru);
-	cds_list_del(&p->lru);
-	return p;
+	ch = cds_list_first_entry(&c->partial, struct cache_chunk, partial);
+	for (w = 0; !ch->freemap[w]; w++)
+		;
+	slot = w * 64 + (unsigned int)__builtin_ctzll(ch->freemap[w]);
+	ch->freemap[w] &= ch->freemap[w] - 1;
+	if (!--ch->nr_free) {
+		cds_list_del(&ch->partial);
+		ch->on_partial = false;
+	}
+	return &ch->pages[slot];
 }
 
 static void page_release_locked(struct cache *c, struct cache_page *p)
 {
-	cds_list_add(&p->lru, &c->free_pages);
+	chunk_set_free_locked(c, p->chunk, (unsigned int)(p - p->chunk->pages));
 }
 #else
 static struct cache_page *page_get_locked(struct cache *c)
