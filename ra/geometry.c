@@ -148,7 +148,7 @@ static uint64_t default_window(uint64_t stripe)
 
 int ra_geometry_probe(const char *sysfs_root, dev_t dev, struct ra_geometry *g)
 {
-	uint64_t io_min, io_opt, chunk, disks, is_part;
+	uint64_t io_min, io_opt, chunk, disks, is_part, max_kb = 0;
 	char dir[4096], level[32] = "";
 	struct probe pr = {.dir = dir, .g = g};
 	struct stat st;
@@ -184,6 +184,12 @@ int ra_geometry_probe(const char *sysfs_root, dev_t dev, struct ra_geometry *g)
 	    !read_num(&pr, "md/raid_disks", GEOM_MAX_DISKS, &disks))
 		goto garbage;
 	read_text(dir, "md/level", level, sizeof(level));
+	/* Only a hint for the cap: a missing or odd value is no error. */
+	if (!read_num(&pr, "queue/max_sectors_kb", RA_MAX_BYTES_LIMIT >> 10,
+		      &max_kb))
+		g->why[0] = '\0';
+	else if (max_kb && (max_kb << 10) % GEOM_PAGE == 0)
+		g->max_io = max_kb << 10;
 
 	g->io_min = io_min;
 	g->io_opt = io_opt;

@@ -10,6 +10,7 @@
  *                                       its disk is the parent directory
  *   <disk>/queue/optimal_io_size        io_opt, bytes (0: not reported)
  *   <disk>/queue/minimum_io_size        io_min, bytes
+ *   <disk>/queue/max_sectors_kb         max_io: the largest request, KiB
  *   <disk>/md/chunk_size                md chunk, bytes (md devices only)
  *   <disk>/md/raid_disks                md member count
  *   <disk>/md/level                     "raid0", "raid5", ... (data disks)
@@ -20,7 +21,10 @@
  * stripe 0 mean "not striped".  A device without md and without io_opt, a
  * filesystem without a block device (tmpfs, overlay, FUSE: major 0) or a
  * sysfs tree that cannot be read gives "not striped".  The default readahead
- * cap is max(1 MiB, 2 x stripe width).  Overrides (-o stripe=, -o chunk=)
+ * cap is max(1 MiB, 2 x stripe width); the engine rounds its automatic cap
+ * up to a multiple of max_io, so that a window at the cap reaches the
+ * device as whole requests (a 4 MiB window on a 1280 KiB queue would end
+ * in a 256 KiB one; 5 MiB is four full ones).  Overrides (-o stripe=, -o chunk=)
  * replace the probed values.
  *
  * Concurrency: every function is pure or reads sysfs only; any thread.
@@ -45,6 +49,8 @@ struct ra_geometry {
 	uint64_t stripe; /* full stripe width in bytes; 0: not striped */
 	uint64_t io_min; /* queue/minimum_io_size, 0 if unknown */
 	uint64_t io_opt; /* queue/optimal_io_size, 0 if unknown */
+	uint64_t max_io; /* queue/max_sectors_kb in bytes, 0 if unknown or
+			    not a multiple of 4 KiB */
 	unsigned int disks; /* md/raid_disks, 0 if not md */
 	unsigned int data_disks; /* disks carrying distinct data in a stripe */
 	uint64_t max_window; /* default readahead cap, bytes */

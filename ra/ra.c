@@ -136,9 +136,14 @@ static uint64_t tune_base_max(const struct ra_file *f, uint64_t w)
 	if (!max) {
 		uint64_t floor = f->e->cfg.auto_floor_bytes >> RA_PAGE_SHIFT;
 
+		uint64_t io = f->geom.max_io >> RA_PAGE_SHIFT;
+
 		max = f->geom.max_window >> RA_PAGE_SHIFT;
 		if (max < floor)
 			max = floor;
+		/* Whole device requests at the cap (ra/geometry.h). */
+		if (io > 1 && max > io && max % io)
+			max += io - max % io;
 	}
 	if (!max)
 		max = RA_GEOM_MIN_WINDOW >> RA_PAGE_SHIFT;
@@ -564,9 +569,22 @@ static void queue_async(struct ra_file *f, struct cache_page **pages,
 	}
 }
 
-/* Pages per cache_insert_range() call: a window of any size is inserted
- * and issued in batches of this many (2 KiB of pointers on the stack). */
-#define RA_BATCH 256
+/* Pages per cache_insert_range() call at most: a window of any size is
+ * inserted and issued in batches (8 KiB of pointers on the stack); one
+ * batch of prefetch is one work item and one preadv() (IOV_MAX pages). */
+#define RA_BATCH 1024
+
+/* The batch for @f: a multiple of the device's largest request where one
+ * fits, so that every request of a batch is whole (a 1280 KiB queue: 960
+ * pages, three requests; plain 1024 pages would end in a 256 KiB one). */
+static uint64_t batch_pages(const struct ra_file *f)
+{
+	uint64_t io = f->geom.max_io >> RA_PAGE_SHIFT;
+
+	if (io < 1 || io > RA_BATCH)
+		return RA_BATCH;
+	return RA_BATCH / io * io;
+}
 
 /*
  * Insert [lo, hi) in batches; prefetch batches are queued to the workers,
@@ -577,11 +595,12 @@ static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
 		       uint64_t mark, bool demand)
 {
 	struct cache_page *pages[RA_BATCH];
+	uint64_t batch = batch_pages(f);
 	unsigned int got;
 	int rc;
 
-	for (uint64_t i = lo; i < hi; i += RA_BATCH) {
-		uint64_t n = u64_min(RA_BATCH, hi - i);
+	for (uint64_t i = lo; i < hi; i += batch) {
+		uint64_t n = u64_min(batch, hi - i);
 
 		rc = insert(f, i, n, mark, demand ? 0 : CACHE_INSERT_PREFETCH,
 			    pages, &got);

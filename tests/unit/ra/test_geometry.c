@@ -216,6 +216,28 @@ static void test_plain_disk_and_its_partition(void **state)
 	}
 }
 
+static void test_max_io(void **state)
+{
+	struct tree *t = *state;
+	struct ra_geometry g;
+
+	/* A loop device: the largest request is a hint for the cap. */
+	link_dev(t, 7, 0, "loop0");
+	put(t, "devices/virtual/block/loop0/queue/max_sectors_kb", "1280");
+	assert_int_equal(ra_geometry_probe(t->root, makedev(7, 0), &g), 0);
+	assert_int_equal(g.source, RA_GEOM_NONE);
+	assert_int_equal(g.max_io, 1280 * 1024);
+	/* Not a page multiple, or garbage: no hint, and no error either. */
+	put(t, "devices/virtual/block/loop0/queue/max_sectors_kb", "6");
+	assert_int_equal(ra_geometry_probe(t->root, makedev(7, 0), &g), 0);
+	assert_int_equal(g.max_io, 0);
+	put(t, "devices/virtual/block/loop0/queue/max_sectors_kb", "lots");
+	assert_int_equal(ra_geometry_probe(t->root, makedev(7, 0), &g), 0);
+	assert_int_equal(g.max_io, 0);
+	assert_int_equal(g.source, RA_GEOM_NONE);
+	assert_string_equal(g.why, "");
+}
+
 static void test_no_io_opt_file(void **state)
 {
 	struct tree *t = *state;
@@ -488,6 +510,7 @@ int main(void)
 		T(test_md_raid5_without_io_opt),
 		T(test_plain_disk_and_its_partition),
 		T(test_no_io_opt_file),
+		T(test_max_io),
 		T(test_hardware_raid_from_queue),
 		T(test_io_opt_with_small_io_min),
 		T(test_no_block_device),
