@@ -168,6 +168,12 @@ int cache_create(const struct cache_config *cfg, struct cache **out)
 	c->budget_pages = pages;
 	c->high_pages = pages * high / 100;
 	c->low_pages = pages * low / 100;
+	c->high_pct = high;
+	c->low_pct = low;
+	c->min_pages =
+		cfg->min_bytes / (CACHE_PAGE_SIZE + sizeof(struct cache_page));
+	if (c->min_pages < CACHE_MIN_BUDGET_PAGES)
+		c->min_pages = CACHE_MIN_BUDGET_PAGES;
 	c->small_pct = cfg->small_pct ? cfg->small_pct : 10;
 	c->alloc_wait_ms = cfg->alloc_wait_ms ? cfg->alloc_wait_ms : 100;
 	c->manual_reclaim = cfg->manual_reclaim;
@@ -249,9 +255,10 @@ void cache_stats(struct cache *c, struct cache_stats *st)
 	struct cds_list_head *pos;
 
 	memset(st, 0, sizeof(*st));
-	st->budget_bytes = c->budget_pages * CACHE_PAGE_SIZE;
-	st->high_bytes = c->high_pages * CACHE_PAGE_SIZE;
-	st->low_bytes = c->low_pages * CACHE_PAGE_SIZE;
+	st->budget_bytes =
+		cache_budget_read(&c->budget_pages) * CACHE_PAGE_SIZE;
+	st->high_bytes = cache_budget_read(&c->high_pages) * CACHE_PAGE_SIZE;
+	st->low_bytes = cache_budget_read(&c->low_pages) * CACHE_PAGE_SIZE;
 	st->page_overhead_bytes = sizeof(struct cache_page);
 	st->used_bytes = cache_stat_read(&c->used) * CACHE_PAGE_SIZE;
 	st->pending_free_bytes = cache_stat_read(&c->pending) * CACHE_PAGE_SIZE;

@@ -245,6 +245,31 @@ void cache_stats(struct cache *c, struct cache_stats *st);
 uint64_t cache_reclaim(struct cache *c, uint64_t nr_pages);
 
 /**
+ * cache_set_budget() - Change the budget while the cache runs (memory
+ * pressure: shrink; its end: grow back).
+ * @budget_bytes: as in struct cache_config; the watermarks keep their
+ *	percentages.
+ *
+ * A smaller budget wakes the reclaimer, which evicts down to the new low
+ * watermark; inserters meanwhile get no page above the new budget.  The
+ * memory of evicted pages comes back after their grace period: call
+ * cache_trim() afterwards to hand it to the kernel.
+ * Context: Any thread; takes the pool lock.
+ * Return: 0, or -EINVAL for a budget below what cache_create() accepted as
+ * the minimum (cfg.min_bytes, CACHE_MIN_BUDGET_PAGES pages).
+ */
+int cache_set_budget(struct cache *c, uint64_t budget_bytes);
+
+/**
+ * cache_trim() - Give the memory of free pool pages back to the kernel
+ * (madvise MADV_DONTNEED), those freed since the last call.  A trimmed
+ * page costs a fresh zero page when it is used again.
+ * Context: Any thread; takes the pool lock (one madvise per free run).
+ * Return: The bytes handed back.
+ */
+uint64_t cache_trim(struct cache *c);
+
+/**
  * cache_thread_online() - Make the calling thread an RCU reader of the cache.
  *
  * Registers the thread with liburcu on its first call (later calls cost one

@@ -199,6 +199,8 @@ struct cache_chunk {
 	bool on_partial; /* linked on c->partial (nr_free > 0) */
 	struct cds_list_head partial;
 	uint64_t freemap[CACHE_CHUNK_PAGES / 64]; /* bit i: page i is free */
+	/* bit i: page i freed since the last cache_trim() (memory held) */
+	uint64_t untrimmed[CACHE_CHUNK_PAGES / 64];
 };
 
 struct cache_ghost_entry {
@@ -207,10 +209,15 @@ struct cache_ghost_entry {
 };
 
 struct cache {
-	/* Immutable after cache_create(). */
+	/* The budget and its watermarks: written under pool_lock by
+	 * cache_create() and cache_set_budget(), read with relaxed atomics
+	 * (cache_budget_read()) where the lock is not held. */
 	uint64_t budget_pages;
 	uint64_t high_pages;
 	uint64_t low_pages;
+	/* Immutable after cache_create(). */
+	uint64_t min_pages; /* the least cache_set_budget() accepts */
+	unsigned int high_pct, low_pct;
 	unsigned int small_pct;
 	unsigned int alloc_wait_ms;
 	uint64_t history_max;
@@ -351,6 +358,13 @@ static inline void cache_stat_add(uint64_t *ctr, uint64_t n)
 static inline uint64_t cache_stat_read(const uint64_t *ctr)
 {
 	return __atomic_load_n(ctr, __ATOMIC_RELAXED);
+}
+
+/* A budget figure (budget_pages, high_pages, low_pages) without the pool
+ * lock. */
+static inline uint64_t cache_budget_read(const uint64_t *pages)
+{
+	return __atomic_load_n(pages, __ATOMIC_RELAXED);
 }
 
 #endif /* AHEADFS_CACHE_INTERNAL_H */

@@ -83,7 +83,8 @@ static void move_tail_locked(struct cache *c, struct cache_page *p,
 static unsigned int isolate_locked(struct cache *c, struct cache_page **out,
 				   unsigned int max)
 {
-	uint64_t small_target = c->budget_pages * c->small_pct / 100;
+	uint64_t small_target =
+		cache_budget_read(&c->budget_pages) * c->small_pct / 100;
 	/* Bound the rotations: every page may be visited twice (a
 	 * referenced page loses its bit on the first visit). */
 	uint64_t budget = 2 * (c->nr_small + c->nr_main) + 2;

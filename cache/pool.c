@@ -121,6 +121,7 @@ static void chunk_set_free_locked(struct cache *c, struct cache_chunk *ch,
 {
 	assert(!(ch->freemap[slot / 64] & (1ULL << (slot % 64))));
 	ch->freemap[slot / 64] |= 1ULL << (slot % 64);
+	ch->untrimmed[slot / 64] |= 1ULL << (slot % 64);
 	ch->nr_free++;
 	if (!ch->on_partial) {
 		/* At the tail: the chunk at the head is drained first, so
@@ -133,7 +134,9 @@ static void chunk_set_free_locked(struct cache *c, struct cache_chunk *ch,
 /* Add a chunk, all of it free.  pool_lock held. */
 static int chunk_add_locked(struct cache *c)
 {
-	uint64_t nr = c->budget_pages - c->chunk_pages;
+	uint64_t nr = c->budget_pages > c->chunk_pages
+			      ? c->budget_pages - c->chunk_pages
+			      : 0; /* a shrunk budget */
 	struct cache_chunk *ch;
 
 	if (nr > CACHE_CHUNK_PAGES)
@@ -226,7 +229,7 @@ unsigned int cache_pool_alloc(struct cache *c, unsigned int want,
 	uint64_t avail;
 
 	pthread_mutex_lock(&c->pool_lock);
-	avail = c->budget_pages - c->used;
+	avail = c->budget_pages > c->used ? c->budget_pages - c->used : 0;
 	if (want > avail)
 		want = avail;
 	while (got < want) {
@@ -305,7 +308,7 @@ bool cache_pool_wait(struct cache *c, unsigned int want, unsigned int ms)
 	}
 	pthread_mutex_lock(&c->pool_lock);
 	c->alloc_waits++;
-	while (c->budget_pages - c->used < want) {
+	while (c->used + want > c->budget_pages) {
 		if (pthread_cond_timedwait(&c->pool_cond, &c->pool_lock,
 					   &deadline) == ETIMEDOUT)
 			break;
@@ -324,3 +327,75 @@ void cache_pool_kick_reclaimer(struct cache *c)
 	}
 	pthread_mutex_unlock(&c->pool_lock);
 }
+
+int cache_set_budget(struct cache *c, uint64_t budget_bytes)
+{
+	uint64_t pages =
+		budget_bytes / (CACHE_PAGE_SIZE + sizeof(struct cache_page));
+
+	if (pages < c->min_pages)
+		return -EINVAL;
+	pthread_mutex_lock(&c->pool_lock);
+	__atomic_store_n(&c->budget_pages, pages, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->high_pages, pages * c->high_pct / 100,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->low_pages, pages * c->low_pct / 100,
+			 __ATOMIC_RELAXED);
+	if (c->used >= c->high_pages && !c->manual_reclaim &&
+	    !c->reclaim_wanted) {
+		c->reclaim_wanted = true;
+		pthread_cond_signal(&c->reclaim_cond);
+	}
+	/* More room: inserters waiting at the old limit may go on. */
+	pthread_cond_broadcast(&c->pool_cond);
+	pthread_mutex_unlock(&c->pool_lock);
+	return 0;
+}
+
+#ifndef AHEADFS_TSAN
+/* madvise(MADV_DONTNEED) the runs of set bits in @bits, a word of @ch's
+ * free map.  Return: bytes. */
+static uint64_t trim_word(struct cache_chunk *ch, unsigned int w, uint64_t bits)
+{
+	uint64_t bytes = 0;
+
+	while (bits) {
+		unsigned int lo = (unsigned int)__builtin_ctzll(bits), hi = lo;
+
+		while (hi < 64 && (bits >> hi & 1))
+			hi++;
+		char *at = (char *)ch->buffers +
+			   ((size_t)w * 64 + lo) * CACHE_PAGE_SIZE;
+		size_t len = (size_t)(hi - lo) * CACHE_PAGE_SIZE;
+
+		if (!madvise(at, len, MADV_DONTNEED))
+			bytes += len;
+		bits &= hi < 64 ? ~((1ULL << hi) - 1) : 0;
+	}
+	return bytes;
+}
+
+uint64_t cache_trim(struct cache *c)
+{
+	uint64_t bytes = 0;
+
+	pthread_mutex_lock(&c->pool_lock);
+	for (struct cache_chunk *ch = c->chunks; ch; ch = ch->next) {
+		for (unsigned int w = 0; w < CACHE_CHUNK_PAGES / 64; w++) {
+			uint64_t bits = ch->untrimmed[w] & ch->freemap[w];
+
+			ch->untrimmed[w] = 0;
+			if (bits)
+				bytes += trim_word(ch, w, bits);
+		}
+	}
+	pthread_mutex_unlock(&c->pool_lock);
+	return bytes;
+}
+#else
+uint64_t cache_trim(struct cache *c)
+{
+	(void)c; /* TSan build: freed pages went back to malloc */
+	return 0;
+}
+#endif

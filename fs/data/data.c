@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fs/data/data.h"
+#include "fs/data/pressure.h"
 
 #define PAGE_SHIFT CACHE_PAGE_SHIFT
 #define PAGE_SIZE CACHE_PAGE_SIZE
@@ -39,107 +40,6 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 	 * each worker fills at most one window at a time. */
 	return (threads + workers) * (uint64_t)READ_MAX_PAGES * PAGE_SIZE +
 	       workers * window;
-}
-
-/* A cgroup limit this large is "no limit" (v1 writes 2^63 less a page). */
-#define CG_UNLIMITED (1ull << 62)
-
-/* The first number in @path (after "@key " when @key), or 0: none, "max",
- * unreadable, or a limit that is none. */
-static uint64_t cg_read_limit(const char *path, const char *key)
-{
-	char line[256];
-	size_t klen = key ? strlen(key) : 0;
-	uint64_t v = 0;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *end;
-
-		if (key) {
-			if (strncmp(line, key, klen) || line[klen] != ' ')
-				continue;
-			p += klen + 1;
-		}
-		errno = 0;
-		v = strtoull(p, &end, 10);
-		if (errno || end == p || (*end && *end != '\n'))
-			v = 0;
-		break;
-	}
-	fclose(f);
-	return v >= CG_UNLIMITED ? 0 : v;
-}
-
-static uint64_t cg_min(uint64_t a, uint64_t b)
-{
-	return !a ? b : !b ? a : a < b ? a : b;
-}
-
-uint64_t afs_cgroup_mem_limit(const char *root)
-{
-	char line[4096], path[4096 + 256], v2[4096] = "";
-	uint64_t limit = 0;
-	bool v1 = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/proc/self/cgroup", root);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (!v1 && fgets(line, sizeof(line), f)) {
-		char *ctl = strchr(line, ':'), *cg, *c, *save;
-
-		cg = ctl ? strchr(++ctl, ':') : NULL;
-		if (!cg)
-			continue;
-		*cg++ = '\0';
-		cg[strcspn(cg, "\n")] = '\0';
-		if (*cg != '/' || strstr(cg, "/.."))
-			continue;
-		if (!*ctl) { /* v2: "0::/path" */
-			snprintf(v2, sizeof(v2), "%s", cg);
-			continue;
-		}
-		for (c = strtok_r(ctl, ",", &save); c;
-		     c = strtok_r(NULL, ",", &save)) {
-			if (strcmp(c, "memory"))
-				continue;
-			/* v1: the hierarchical limit is the smallest of the
-			 * cgroup's and its ancestors'. */
-			snprintf(path, sizeof(path),
-				 "%s/sys/fs/cgroup/memory%s/memory.stat", root,
-				 strcmp(cg, "/") ? cg : "");
-			limit = cg_read_limit(path,
-					      "hierarchical_memory_limit");
-			snprintf(path, sizeof(path),
-				 "%s/sys/fs/cgroup/memory%s/"
-				 "memory.limit_in_bytes",
-				 root, strcmp(cg, "/") ? cg : "");
-			limit = cg_min(limit, cg_read_limit(path, NULL));
-			v1 = true;
-			break;
-		}
-	}
-	fclose(f);
-	if (v1 || !*v2)
-		return limit;
-	/* v2: memory.max of the cgroup and of every ancestor below the
-	 * root (which has none). */
-	for (;;) {
-		char *slash;
-
-		if (!strcmp(v2, "/") || !*v2)
-			break;
-		snprintf(path, sizeof(path), "%s/sys/fs/cgroup%s/memory.max",
-			 root, v2);
-		limit = cg_min(limit, cg_read_limit(path, NULL));
-		slash = strrchr(v2, '/');
-		*slash = '\0';
-	}
-	return limit;
 }
 
 uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min)
@@ -177,8 +77,7 @@ int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,
 	snprintf(err, errlen,
 		 "cache_size=%llu is too small: %u threads and %u readahead "
 		 "workers need at least %llu MiB",
-		 (unsigned long long)size, threads,
-		 ra_workers_of(&cfg->ra),
+		 (unsigned long long)size, threads, ra_workers_of(&cfg->ra),
 		 (unsigned long long)((min + (1u << 20) - 1) >> 20));
 	return -EINVAL;
 }
@@ -231,11 +130,20 @@ int afs_ahead_create(const struct afs_ahead_config *cfg, struct afs_ahead **out,
 			 strerror(-rc));
 		goto out_files;
 	}
+	/* The budget shrinks under the memory cgroup's pressure. */
+	rc = afs_pressure_start(a, "", &a->pressure);
+	if (rc) {
+		snprintf(err, errlen, "cannot watch memory pressure: %s",
+			 strerror(-rc));
+		goto out_lock;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &a->started);
 	a->started_wall = time(NULL);
 	*out = a;
 	return 0;
 
+out_lock:
+	pthread_mutex_destroy(&a->files_lock);
 out_files:
 	free(a->files);
 out_engine:
@@ -252,6 +160,7 @@ void afs_ahead_destroy(struct afs_ahead *a)
 	if (!a)
 		return;
 	assert(!a->nfiles);
+	afs_pressure_stop(a->pressure);
 	cache_thread_online();
 	ra_engine_destroy(a->ra);
 	cache_destroy(a->cache);

@@ -119,6 +119,8 @@ struct afs_ahead_config {
 
 struct afs_fcache;
 
+struct afs_pressure;
+
 struct afs_ahead {
 	struct cache *cache;
 	struct ra_engine *ra;
@@ -127,6 +129,7 @@ struct afs_ahead {
 	time_t started_wall;
 	uint64_t uncached_reads; /* __atomic: reads served around the cache */
 	uint64_t revalidations; /* __atomic: changes behind the mount seen */
+	struct afs_pressure *pressure; /* pressure.h; NULL: no cgroup limit */
 	pthread_mutex_t files_lock; /* the table below, every fc->refs */
 	struct afs_fcache **files; /* hash buckets by key */
 	size_t nbuckets, nfiles;

@@ -151,6 +151,15 @@
 	X(cache, tree_bytes, GAUGE, "memory of the page trees")                \
 	X(cache, page_overhead_bytes, GAUGE,                                   \
 	  "descriptor bytes per cached page")                                  \
+	X(memory, cgroup_limit, GAUGE,                                         \
+	  "the daemon's memory cgroup limit in bytes, 0 none")                 \
+	X(memory, cgroup_unreclaimable, GAUGE,                                 \
+	  "the cgroup's usage less its file pages, bytes")                     \
+	X(memory, pressure_shrinks, COUNTER,                                   \
+	  "budget cuts under the cgroup's memory pressure")                    \
+	X(memory, pressure_grows, COUNTER, "budget regrowths after pressure")  \
+	X(memory, trimmed_bytes, COUNTER,                                      \
+	  "freed cache memory handed back to the kernel")                      \
 	X(backing, reads, COUNTER, "read calls on the backing")                \
 	X(backing, bytes, COUNTER, "bytes read from the backing")              \
 	X(backing, errors, COUNTER, "failed backing reads")                    \

@@ -142,6 +142,7 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_CACHE_options(key)
 #define COPY_CACHE_backing(key)
 #define COPY_CACHE_readahead(key)
+#define COPY_CACHE_memory(key)
 
 static void file_cache(struct afs_stats_file *s,
 		       const struct cache_mapping_stats *c)
@@ -292,6 +293,11 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->options_backing_io = ra_backing_io_name(cfg->ra.backing_io);
 
 	root_cache(s, &cs);
+	s->memory_cgroup_limit = ar.pressure.limit;
+	s->memory_cgroup_unreclaimable = ar.pressure.unreclaimable;
+	s->memory_pressure_shrinks = ar.pressure.shrinks;
+	s->memory_pressure_grows = ar.pressure.grows;
+	s->memory_trimmed_bytes = ar.pressure.trimmed;
 	s->backing_reads = es.backing_reads;
 	s->backing_bytes = es.backing_bytes;
 	s->backing_errors = es.backing_errors;

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "fs/data/pressure.h"
 #include "fs/stats/schema.h"
 #include "fs/stats/xattr.h"
 #include "jsonw.h"
@@ -49,6 +50,7 @@ struct afs_stats_aref {
 	struct timespec started; /* CLOCK_MONOTONIC */
 	time_t started_wall;
 	uint64_t uncached_reads, revalidations;
+	struct afs_pressure_stats pressure;
 };
 
 /** afs_stats_aref() - @a's state.  Context: any. */

@@ -73,6 +73,7 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 		__atomic_load_n(&a->uncached_reads, __ATOMIC_RELAXED);
 	out->revalidations =
 		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
+	afs_pressure_stats(a->pressure, &out->pressure);
 }
 
 ssize_t afs_stats_size_answer(size_t len)

@@ -130,6 +130,20 @@ print("%s [%s]: pages %d misses %d hits %d cached %d | backing reads %d "
 		afs_fail "stats of $1 not in the documented form: $2"
 }
 
+# CG_HOME: this shell's cgroup v1 memory directory, where test cgroups are
+# made; exits 77 (skip) without a writable v1 memory controller.
+ac_memcg_home()
+{
+	local own
+	own=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 }' /proc/self/cgroup)
+	CG_HOME=/sys/fs/cgroup/memory${own%/}
+	if [ -z "$own" ] || [ ! -w "$CG_HOME/cgroup.procs" ] ||
+		[ ! -e "$CG_HOME/memory.oom_control" ]; then
+		echo "SKIP: $AFS_TEST_NAME: no writable cgroup v1 memory controller" >&2
+		exit 77
+	fi
+}
+
 ac_vmhwm()
 {
 	awk '/^VmHWM:/ { print $2 }' "/proc/$AFS_PID/status"

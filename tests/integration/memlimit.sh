@@ -17,13 +17,7 @@ set -euo pipefail
 afs_require_fuse
 afs_require_root
 
-own=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 }' /proc/self/cgroup)
-CG_HOME=/sys/fs/cgroup/memory${own%/}
-if [ -z "$own" ] || [ ! -w "$CG_HOME/cgroup.procs" ] ||
-	[ ! -e "$CG_HOME/memory.oom_control" ]; then
-	echo "SKIP: $AFS_TEST_NAME: no writable cgroup v1 memory controller" >&2
-	exit 77
-fi
+ac_memcg_home # CG_HOME, or the test is skipped
 
 # Cgroups of earlier runs that failed (a cgroup can be removed only once
 # its processes are gone, after this script's own cleanup).

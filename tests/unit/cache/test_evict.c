@@ -360,10 +360,121 @@ static void test_reclaimer_thread_restores_watermark(void **state)
 	assert_true(st.evictions >= 250 - 230);
 }
 
+static int pressure_setup(void **state)
+{
+	struct cache_config cfg = {
+		.budget_bytes = budget_for(4096),
+		.min_bytes = budget_for(256),
+		.alloc_wait_ms = 10,
+	};
+
+	return fixture_setup_cfg(state, &cfg);
+}
+
+/* Wait (bounded) until the reclaimer has evicted down to the low watermark
+ * and every freed page's grace period has ended. */
+static void settle(struct fixture *f, struct cache_stats *st)
+{
+	for (int i = 0; i < 30000; i++) {
+		cache_stats(f->c, st);
+		if (st->used_bytes <= st->low_bytes && !st->pending_free_bytes)
+			return;
+		rcu_barrier();
+		usleep(1000);
+	}
+	fail_msg("not settled: used %lu low %lu pending %lu",
+		 (unsigned long)st->used_bytes, (unsigned long)st->low_bytes,
+		 (unsigned long)st->pending_free_bytes);
+}
+
+/* Memory pressure: a smaller budget is evicted down to, holds for new
+ * inserts, and its freed memory goes back to the kernel; the old budget
+ * comes back; below the minimum is refused and changes nothing. */
+static void test_set_budget_shrinks_trims_and_grows(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_stats st;
+	uint64_t trimmed;
+
+	assert_int_equal(fill_range(f->m, 0, 3000, 0), 3000);
+	assert_int_equal(cache_set_budget(f->c, budget_for(255)), -EINVAL);
+	cache_stats(f->c, &st);
+	assert_int_equal(st.budget_bytes, 4096 * CACHE_PAGE_SIZE);
+
+	assert_int_equal(cache_set_budget(f->c, budget_for(1024)), 0);
+	settle(f, &st);
+	assert_int_equal(st.budget_bytes, 1024 * CACHE_PAGE_SIZE);
+	assert_true(st.evictions >= 3000 - 1024);
+	trimmed = cache_trim(f->c);
+#ifndef AHEADFS_TSAN
+	assert_true(trimmed >= (uint64_t)(3000 - 1024) * CACHE_PAGE_SIZE);
+	assert_int_equal(cache_trim(f->c), 0); /* nothing freed since */
+#else
+	(void)trimmed;
+#endif
+	/* New pages stay within the smaller budget. */
+	for (uint64_t i = 0; i < 4; i++)
+		fill_range(f->m, 10000 + i * 512, 512, 0);
+	cache_stats(f->c, &st);
+	assert_true(st.used_bytes <= 1024 * CACHE_PAGE_SIZE);
+
+	/* Grown back: room for 3000 pages again. */
+	assert_int_equal(cache_set_budget(f->c, budget_for(4096)), 0);
+	assert_int_equal(fill_range(f->m, 20000, 3000, 0), 3000);
+	cache_stats(f->c, &st);
+	assert_true(st.used_bytes > 3000 * CACHE_PAGE_SIZE);
+}
+
+#ifndef AHEADFS_TSAN
+/* One insert's pages get adjacent buffers in index order, also after
+ * eviction freed them (what lets a window's O_DIRECT read reach the device
+ * as one request), inside 2 MiB-aligned chunks. */
+static void test_insert_gets_adjacent_buffers(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_page *pages[64];
+	unsigned int got;
+
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(cache_insert_range(f->m, 0, 64, CACHE_NO_MARK,
+						    0, pages, &got),
+				 0);
+		assert_int_equal(got, 64);
+		assert_int_equal((uintptr_t)cache_page_data(pages[0]) %
+					 ((uintptr_t)CACHE_CHUNK_PAGES *
+					  CACHE_PAGE_SIZE) %
+					 CACHE_PAGE_SIZE,
+				 0);
+		for (unsigned int i = 1; i < got; i++)
+			assert_ptr_equal(cache_page_data(pages[i]),
+					 (char *)cache_page_data(pages[i - 1]) +
+						 CACHE_PAGE_SIZE);
+		for (unsigned int i = 0; i < got; i++)
+			cache_page_complete(pages[i], 0);
+		/* Evict them all; their buffers come back as one run. */
+		assert_int_equal(cache_mapping_invalidate(f->m, 0, UINT64_MAX),
+				 64);
+		rcu_barrier();
+	}
+	assert_int_equal(
+		(uintptr_t)f->c->chunks->buffers %
+			((uintptr_t)CACHE_CHUNK_PAGES * CACHE_PAGE_SIZE),
+		0);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_rejects_bad_configs),
+		cmocka_unit_test_setup_teardown(
+			test_set_budget_shrinks_trims_and_grows, pressure_setup,
+			fixture_teardown),
+#ifndef AHEADFS_TSAN
+		cmocka_unit_test_setup_teardown(
+			test_insert_gets_adjacent_buffers, tiny_setup,
+			fixture_teardown),
+#endif
 		cmocka_unit_test_setup_teardown(
 			test_destroy_refused_while_mappings_live, tiny_setup,
 			fixture_teardown),

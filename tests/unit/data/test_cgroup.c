@@ -8,7 +8,9 @@
  * cgroup, of an ancestor, "max"); a hybrid machine (the v1 memory line
  * wins); no /proc/self/cgroup, malformed lines and values, a path with
  * ".."; the default: an eighth of RAM, a quarter of a smaller cgroup
- * limit, never below the minimum, a limit above RAM ignored.
+ * limit, never below the minimum, a limit above RAM ignored.  The
+ * pressure watch's inputs (usage less file pages, v1 and v2) and its
+ * decisions (afs_pressure_decide()).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -22,7 +24,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "cgroup.h"
 #include "fs/data/data.h"
+#include "fs/data/pressure.h"
 
 #define MIB (1ull << 20)
 
@@ -170,6 +174,78 @@ static void default_size(void **state)
 			 ram / 8);
 }
 
+static void usage_v1_v2(void **state)
+{
+	char dir[4096];
+	uint64_t usage, file;
+	bool v1;
+
+	(void)state;
+	put("proc/self/cgroup", "4:memory:/svc/u\n");
+	put("sys/fs/cgroup/memory/svc/u/memory.usage_in_bytes", "209715200\n");
+	put("sys/fs/cgroup/memory/svc/u/memory.stat",
+	    "active_file 1\ntotal_active_file 41943040\n"
+	    "total_inactive_file 20971520\n");
+	assert_int_equal(afs_cgroup_memory_dir(root, dir, sizeof(dir), &v1), 0);
+	assert_true(v1);
+	assert_int_equal(afs_cgroup_usage(dir, v1, &usage, &file), 0);
+	assert_int_equal(usage, 200 * MIB);
+	assert_int_equal(file, 60 * MIB); /* the hierarchical totals */
+
+	put("proc/self/cgroup", "0::/w\n");
+	put("sys/fs/cgroup/w/memory.current", "104857600\n");
+	put("sys/fs/cgroup/w/memory.stat",
+	    "anon 1\nactive_file 10485760\ninactive_file 10485760\n");
+	assert_int_equal(afs_cgroup_memory_dir(root, dir, sizeof(dir), &v1), 0);
+	assert_false(v1);
+	assert_int_equal(afs_cgroup_usage(dir, v1, &usage, &file), 0);
+	assert_int_equal(usage, 100 * MIB);
+	assert_int_equal(file, 20 * MIB);
+	put("sys/fs/cgroup/w/memory.current", "garbage\n");
+	assert_int_equal(afs_cgroup_usage(dir, v1, &usage, &file), -ENOENT);
+}
+
+static void pressure_decisions(void **state)
+{
+	uint64_t lim = 256 * MIB, min = 20 * MIB, ceil = 160 * MIB;
+
+	(void)state;
+	/* No limit, or room: nothing changes. */
+	assert_int_equal(afs_pressure_decide(0, 900 * MIB, ceil, UINT64_MAX,
+					     min, ceil, 1),
+			 ceil);
+	assert_int_equal(afs_pressure_decide(lim, 200 * MIB, ceil, UINT64_MAX,
+					     min, ceil, true),
+			 ceil);
+	/* Above 90 %: the excess over 85 % goes, at least an eighth. */
+	assert_int_equal(afs_pressure_decide(lim, 250 * MIB, ceil, UINT64_MAX,
+					     min, ceil, false),
+			 ceil - (250 * MIB - lim / 100 * 85));
+	assert_int_equal(afs_pressure_decide(lim, lim / 100 * 90 + 1, 128 * MIB,
+					     UINT64_MAX, min, ceil, false),
+			 112 * MIB);
+	/* A budget far above what the cache holds is cut from what it holds
+	 * (a cache_size of 3G in a 256 MiB cgroup). */
+	assert_int_equal(afs_pressure_decide(lim, 250 * MIB, 3072 * MIB,
+					     100 * MIB, min, 3072 * MIB, false),
+			 100 * MIB - (250 * MIB - lim / 100 * 85));
+	/* Never below the minimum. */
+	assert_int_equal(afs_pressure_decide(lim, lim, 24 * MIB, UINT64_MAX,
+					     min, ceil, 0),
+			 min);
+	/* Calm and below 75 %: half the room under 85 %, up to the ceiling;
+	 * not calm yet: nothing. */
+	assert_int_equal(afs_pressure_decide(lim, 100 * MIB, 40 * MIB,
+					     UINT64_MAX, min, ceil, false),
+			 40 * MIB);
+	assert_int_equal(afs_pressure_decide(lim, 180 * MIB, 40 * MIB,
+					     UINT64_MAX, min, ceil, true),
+			 40 * MIB + (lim / 100 * 85 - 180 * MIB) / 2);
+	assert_int_equal(afs_pressure_decide(lim, 10 * MIB, 150 * MIB,
+					     UINT64_MAX, min, ceil, true),
+			 ceil);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +261,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(malformed, setup, teardown),
 		cmocka_unit_test(default_size),
+		cmocka_unit_test_setup_teardown(usage_v1_v2, setup, teardown),
+		cmocka_unit_test(pressure_decisions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -295,9 +295,10 @@ static const struct key_spec stream_keys[] = {
 	{"cap", 'i'},	{"windows", 'i'}, {"thrash", 'i'}, {"waste", 'i'},
 };
 static const struct key_spec root_top[] = {
-	{"version", 's'},   {"uptime_s", 'i'},	     {"started", 's'},
-	{"options", 'o'},   {"cache", 'o'},	     {"backing", 'o'},
-	{"readahead", 'o'}, {"uncached_reads", 'i'}, {"revalidations", 'i'},
+	{"version", 's'},	{"uptime_s", 'i'},  {"started", 's'},
+	{"options", 'o'},	{"cache", 'o'},	    {"memory", 'o'},
+	{"backing", 'o'},	{"readahead", 'o'}, {"uncached_reads", 'i'},
+	{"revalidations", 'i'},
 };
 static const struct key_spec root_options[] = {
 	{"read_mode", 's'},  {"write_mode", 's'}, {"cache_size", 'i'},
@@ -327,6 +328,11 @@ static const struct key_spec root_cache[] = {
 	{"mappings", 'i'},
 	{"tree_bytes", 'i'},
 	{"page_overhead_bytes", 'i'},
+};
+static const struct key_spec root_memory[] = {
+	{"cgroup_limit", 'i'},	   {"cgroup_unreclaimable", 'i'},
+	{"pressure_shrinks", 'i'}, {"pressure_grows", 'i'},
+	{"trimmed_bytes", 'i'},
 };
 static const struct key_spec root_backing[] = {
 	{"reads", 'i'},	       {"bytes", 'i'},		{"errors", 'i'},
@@ -522,6 +528,7 @@ static void test_root_stats(void **state)
 	assert_true(ival(c, "high_bytes") > ival(c, "low_bytes"));
 	assert_true(ival(c, "used_bytes") > 0);
 
+	CHECK(json_get(root, "memory"), root_memory);
 	CHECK(json_get(root, "backing"), root_backing);
 	assert_int_equal(ival(json_get(root, "backing"), "bytes"),
 			 es.backing_bytes);
