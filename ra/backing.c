@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef IOV_MAX
@@ -59,6 +60,11 @@
 
 struct ra_backing {
 	int fd; /* read-only, O_DIRECT in RA_BACKING_IO_DIRECT mode */
+	/* Buffered read-only fd for ranges the backing's page cache holds
+	 * (DIRECT mode; BUFFERED mode reads b->fd), or -1.  probe: the
+	 * kernel has cachestat(2) and it works on this file. */
+	int cached_fd;
+	bool probe;
 	enum ra_backing_io mode; /* in force */
 	uint64_t chunk_pages; /* split pieces on this; 0: no split */
 	const struct ra_page_ops *ops;
@@ -107,8 +113,16 @@ static ssize_t do_preadv(struct ra_backing *b, int fd, const struct iovec *iov,
 	return r;
 }
 
+/* Where a piece is read from: the O_DIRECT fd, or a buffered one; drop:
+ * POSIX_FADV_DONTNEED what was read (buffered mode: pages this read brought
+ * into the page cache are not kept twice). */
+struct source {
+	int fd;
+	bool buffered, drop;
+};
+
 /*
- * do_preadv() of whole pages (@iov: page buffers) from b->fd.  A count that
+ * do_preadv() of whole pages (@iov: page buffers) from @src.  A count that
  * is not a page multiple is EOF (the kernel's rule for local file systems,
  * O_DIRECT included) only where the file ends: a backing that returns a
  * short count inside the file (a network or FUSE file system, a signal)
@@ -116,26 +130,26 @@ static ssize_t do_preadv(struct ra_backing *b, int fd, const struct iovec *iov,
  * rest of that page in place; O_DIRECT (aligned offsets only) asks again a
  * few times, then fails with -EIO.
  */
-static ssize_t preadv_pages(struct ra_backing *b, const struct iovec *iov,
-			    int iovcnt, off_t off)
+static ssize_t preadv_pages(struct ra_backing *b, const struct source *src,
+			    const struct iovec *iov, int iovcnt, off_t off)
 {
 	for (int tries = 0;; tries++) {
-		ssize_t r = do_preadv(b, b->fd, iov, iovcnt, off);
+		ssize_t r = do_preadv(b, src->fd, iov, iovcnt, off);
 		size_t tail = (size_t)r & (RA_IO_PAGE_SIZE - 1);
 		struct stat st;
 
 		if (r <= 0 || !tail)
 			return r;
-		if (fstat(b->fd, &st) || off + r >= st.st_size)
+		if (fstat(src->fd, &st) || off + r >= st.st_size)
 			return r; /* EOF */
-		if (b->mode == RA_BACKING_IO_BUFFERED) {
+		if (src->buffered) {
 			char *page = iov[r >> RA_IO_PAGE_SHIFT].iov_base;
 
 			while (tail < RA_IO_PAGE_SIZE) {
 				struct iovec rest = {page + tail,
 						     RA_IO_PAGE_SIZE - tail};
-				ssize_t n =
-					do_preadv(b, b->fd, &rest, 1, off + r);
+				ssize_t n = do_preadv(b, src->fd, &rest, 1,
+						      off + r);
 
 				if (n <= 0)
 					return n < 0 ? n : r; /* n: EOF */
@@ -179,10 +193,11 @@ static void complete_ok(struct ra_backing *b, struct cache_page **pages,
 		b->ops->complete(pages[i], 0);
 }
 
-static void drop_from_page_cache(struct ra_backing *b, off_t off, size_t len)
+static void drop_from_page_cache(const struct source *src, off_t off,
+				 size_t len)
 {
-	if (b->mode == RA_BACKING_IO_BUFFERED && len)
-		posix_fadvise(b->fd, off, (off_t)len, POSIX_FADV_DONTNEED);
+	if (src->drop && len)
+		posix_fadvise(src->fd, off, (off_t)len, POSIX_FADV_DONTNEED);
 }
 
 /*
@@ -190,11 +205,12 @@ static void drop_from_page_cache(struct ra_backing *b, off_t off, size_t len)
  * completes it, or returns 1 when it held EOF (completed, the caller zeroes
  * the rest), or returns the -errno (completed with it).
  */
-static int read_one(struct ra_backing *b, struct cache_page *p)
+static int read_one(struct ra_backing *b, const struct source *src,
+		    struct cache_page *p)
 {
 	struct iovec iov = {b->ops->data(p), RA_IO_PAGE_SIZE};
 	off_t off = page_off(pindex(b, p));
-	ssize_t r = preadv_pages(b, &iov, 1, off);
+	ssize_t r = preadv_pages(b, src, &iov, 1, off);
 
 	if (r < 0) {
 		CTR_ADD(b, errors, 1);
@@ -204,7 +220,7 @@ static int read_one(struct ra_backing *b, struct cache_page *p)
 	}
 	CTR_ADD(b, reads, 1);
 	CTR_ADD(b, bytes, (uint64_t)r);
-	drop_from_page_cache(b, off, (size_t)r);
+	drop_from_page_cache(src, off, (size_t)r);
 	if ((size_t)r < RA_IO_PAGE_SIZE)
 		memset((char *)iov.iov_base + r, 0,
 		       RA_IO_PAGE_SIZE - (size_t)r);
@@ -216,10 +232,11 @@ static int read_one(struct ra_backing *b, struct cache_page *p)
 }
 
 /*
- * Read pages [0, @n) of one piece (consecutive indexes) and complete them.
- * Return: 0, or the first -errno a page was completed with.
+ * Read pages [0, @n) of one piece (consecutive indexes) from @src and
+ * complete them.  Return: 0, or the first -errno a page was completed with.
  */
-static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
+static int read_piece_from(struct ra_backing *b, const struct source *src,
+			   struct cache_page **pages, size_t n)
 {
 	struct iovec iov[IOV_MAX];
 	size_t done = 0; /* pages completed */
@@ -236,14 +253,15 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 	}
 	while (done < n) {
 		off_t off = page_off(pindex(b, pages[done]));
-		ssize_t r = preadv_pages(b, iov + done, (int)(n - done), off);
+		ssize_t r =
+			preadv_pages(b, src, iov + done, (int)(n - done), off);
 		size_t full, tail;
 
 		if (r < 0) {
 			/* Narrow the failure down to the pages it covers. */
 			CTR_ADD(b, errors, 1);
 			for (; done < n; done++) {
-				int one = read_one(b, pages[done]);
+				int one = read_one(b, src, pages[done]);
 
 				if (one < 0 && !rc)
 					rc = one;
@@ -256,7 +274,7 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 		}
 		CTR_ADD(b, reads, 1);
 		CTR_ADD(b, bytes, (uint64_t)r);
-		drop_from_page_cache(b, off, (size_t)r);
+		drop_from_page_cache(src, off, (size_t)r);
 		full = (size_t)r >> RA_IO_PAGE_SHIFT;
 		tail = (size_t)r & (RA_IO_PAGE_SIZE - 1);
 		complete_ok(b, pages + done, full);
@@ -276,6 +294,70 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 		break;
 	}
 	return rc;
+}
+
+/* cachestat(2) (Linux 6.5), called by number: glibc 2.36 has no wrapper. */
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+struct afs_cachestat_range {
+	uint64_t off, len;
+};
+struct afs_cachestat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
+		nr_recently_evicted;
+};
+
+/* Pages of [@off, @off + @len) the backing's page cache holds, or -errno. */
+static int64_t resident_pages(int fd, off_t off, size_t len)
+{
+	struct afs_cachestat_range r = {(uint64_t)off, len};
+	struct afs_cachestat cs;
+
+	if (syscall(__NR_cachestat, fd, &r, &cs, 0))
+		return -errno;
+	return (int64_t)cs.nr_cache;
+}
+
+/* Pieces at least this long with some pages resident are split in halves
+ * and probed again; shorter ones are read whole from the disk. */
+#define PROBE_SPLIT_PAGES 32
+
+/*
+ * Read one piece, taking what the backing's page cache already holds from
+ * there: data another process just wrote or read is in memory, and an
+ * O_DIRECT read would fetch it from the disk again.  cachestat(2) counts
+ * the resident pages without starting any I/O (a buffered RWF_NOWAIT read
+ * would start the backing's readahead on a miss).  All resident: one
+ * buffered read, nothing dropped (those pages are someone else's); none:
+ * the O_DIRECT read (buffered mode: buffered, dropping what it brought in);
+ * some: halves, down to PROBE_SPLIT_PAGES.  A page evicted between probe
+ * and read is read from the disk by the buffered read itself.
+ */
+static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
+{
+	struct source disk = {b->fd, b->mode == RA_BACKING_IO_BUFFERED,
+			      b->mode == RA_BACKING_IO_BUFFERED};
+	int64_t res = 0;
+
+	if (b->probe)
+		res = resident_pages(b->fd, page_off(pindex(b, pages[0])),
+				     n << RA_IO_PAGE_SHIFT);
+	if (res > 0 && (size_t)res >= n) {
+		struct source mem = {b->cached_fd >= 0 ? b->cached_fd : b->fd,
+				     true, false};
+
+		CTR_ADD(b, cached_reads, 1);
+		CTR_ADD(b, cached_bytes, n << RA_IO_PAGE_SHIFT);
+		return read_piece_from(b, &mem, pages, n);
+	}
+	if (res > 0 && n >= 2 * PROBE_SPLIT_PAGES) {
+		int rc = read_piece(b, pages, n / 2);
+		int rc2 = read_piece(b, pages + n / 2, n - n / 2);
+
+		return rc ? rc : rc2;
+	}
+	return read_piece_from(b, &disk, pages, n);
 }
 
 /* Length of the piece starting at pages[@i]. */
@@ -499,6 +581,17 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 		posix_fadvise(nfd, 0, 0, POSIX_FADV_RANDOM);
 	}
 	b->fd = nfd;
+	b->cached_fd = -1;
+	/* The residency probe (read_piece()): not under a test hook, whose
+	 * fake file the page cache knows nothing of. */
+	b->probe = !b->hook && resident_pages(nfd, 0, RA_IO_PAGE_SIZE) >= 0;
+	if (b->probe && b->mode == RA_BACKING_IO_DIRECT) {
+		b->cached_fd = reopen(fd, 0);
+		if (b->cached_fd < 0)
+			b->probe = false;
+		else
+			posix_fadvise(b->cached_fd, 0, 0, POSIX_FADV_RANDOM);
+	}
 	b->totals = cfg->totals;
 	if (b->totals && b->mode == RA_BACKING_IO_DIRECT)
 		__atomic_fetch_add(&b->totals->opens_direct, 1,
@@ -524,6 +617,8 @@ void ra_backing_put(struct ra_backing *b)
 	if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	close(b->fd);
+	if (b->cached_fd >= 0)
+		close(b->cached_fd);
 	free(b);
 }
 
@@ -543,6 +638,8 @@ void ra_backing_stats(const struct ra_backing *b, struct ra_backing_stats *st)
 	st->pages_eof = LOAD(b->c.pages_eof);
 	st->errors = LOAD(b->c.errors);
 	st->pages_failed = LOAD(b->c.pages_failed);
+	st->cached_reads = LOAD(b->c.cached_reads);
+	st->cached_bytes = LOAD(b->c.cached_bytes);
 	st->mode = b->mode;
 }
 
@@ -555,6 +652,8 @@ void ra_io_totals_read(const struct ra_io_totals *t, struct ra_io_totals *out)
 	out->pages_eof = LOAD(t->pages_eof);
 	out->errors = LOAD(t->errors);
 	out->pages_failed = LOAD(t->pages_failed);
+	out->cached_reads = LOAD(t->cached_reads);
+	out->cached_bytes = LOAD(t->cached_bytes);
 	out->opens_direct = LOAD(t->opens_direct);
 	out->opens_buffered = LOAD(t->opens_buffered);
 }

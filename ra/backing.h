@@ -18,7 +18,10 @@
  *           the caller's priority, so every disk of a RAID0 works at once; a
  *           piece the pool refuses (full, shut down) is done inline too.
  *
- * One preadv() per piece into the pages' 4 KiB aligned buffers.  Results:
+ * One preadv() per piece into the pages' 4 KiB aligned buffers -- from a
+ * buffered fd where cachestat(2) finds the piece in the backing's page
+ * cache (no device I/O for data another process just wrote or read), else
+ * O_DIRECT.  Results:
  *   - full read: every page of the piece uptodate;
  *   - short read (EOF): the bytes read are data, the rest of the last page is
  *     zeroed; pages wholly past EOF complete as uptodate zero pages (a later
@@ -92,6 +95,9 @@ struct ra_backing_stats {
 	uint64_t pages_eof; /* of those, pages wholly past EOF (zeros) */
 	uint64_t errors; /* failed preadv calls */
 	uint64_t pages_failed; /* pages completed with an error */
+	uint64_t cached_reads; /* of reads, those the backing's page cache
+				  held whole (buffered, no device I/O) */
+	uint64_t cached_bytes; /* ... and their bytes */
 	enum ra_backing_io mode; /* in force: DIRECT or BUFFERED */
 };
 
@@ -100,7 +106,8 @@ struct ra_backing_stats {
  * ra_io_totals_read().  Updated with relaxed atomics. */
 struct ra_io_totals {
 	uint64_t reads, bytes, pieces_queued, pages_ok, pages_eof, errors,
-		pages_failed; /* as in struct ra_backing_stats */
+		pages_failed, cached_reads,
+		cached_bytes; /* as in struct ra_backing_stats */
 	uint64_t opens_direct; /* backings opened in O_DIRECT mode */
 	uint64_t opens_buffered; /* ... in buffered mode */
 };

@@ -320,6 +320,8 @@ void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st)
 	st->backing_reads = io.reads;
 	st->backing_bytes = io.bytes;
 	st->backing_errors = io.errors;
+	st->cached_reads = io.cached_reads;
+	st->cached_bytes = io.cached_bytes;
 	st->opens_direct = io.opens_direct;
 	st->opens_buffered = io.opens_buffered;
 	ra_pool_stats(e->pool, &ps);
@@ -740,6 +742,8 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 	st->backing_io = bs.mode;
 	st->backing_reads = bs.reads;
 	st->backing_bytes = bs.bytes;
+	st->cached_reads = bs.cached_reads;
+	st->cached_bytes = bs.cached_bytes;
 
 	pthread_mutex_lock(&f->lock);
 	tune_sync_locked(f);

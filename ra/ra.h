@@ -248,6 +248,8 @@ struct ra_file_stats {
 	enum ra_advice advice;
 	enum ra_backing_io backing_io; /* in force: DIRECT or BUFFERED */
 	uint64_t backing_reads, backing_bytes; /* preadv calls, bytes */
+	uint64_t cached_reads, cached_bytes; /* of those, from the backing's
+						page cache (no device I/O) */
 	unsigned int nr_streams; /* entries below */
 	struct ra_stream_stats streams[RA_STATS_STREAMS];
 };
@@ -256,6 +258,7 @@ struct ra_engine_stats {
 	struct ra_counts c; /* summed over every file, closed ones too */
 	uint64_t files; /* open ra_files */
 	uint64_t backing_reads, backing_bytes, backing_errors;
+	uint64_t cached_reads, cached_bytes; /* as in ra_file_stats */
 	uint64_t opens_direct, opens_buffered;
 	uint64_t queue_depth_now; /* async windows waiting */
 	uint64_t workers_busy; /* items being run */

@@ -90,6 +90,9 @@
 	X(backing, io, TEXT, "direct or buffered")                             \
 	X(backing, reads, COUNTER, "read calls on the backing")                \
 	X(backing, bytes, COUNTER, "bytes read from the backing")              \
+	X(backing, cached_reads, COUNTER,                                      \
+	  "of those reads, served by the backing's page cache")                \
+	X(backing, cached_bytes, COUNTER, "... and their bytes")               \
 	X(backing, amplification, RATIO, "backing bytes per byte served")      \
 	AFS_SCHEMA_RA_COUNTS(X)                                                \
 	X(readahead, max_window_pages, GAUGE, "the window cap now, pages")     \
@@ -162,6 +165,9 @@
 	  "freed cache memory handed back to the kernel")                      \
 	X(backing, reads, COUNTER, "read calls on the backing")                \
 	X(backing, bytes, COUNTER, "bytes read from the backing")              \
+	X(backing, cached_reads, COUNTER,                                      \
+	  "of those reads, served by the backing's page cache")                \
+	X(backing, cached_bytes, COUNTER, "... and their bytes")               \
 	X(backing, errors, COUNTER, "failed backing reads")                    \
 	X(backing, opens_direct, COUNTER,                                      \
 	  "backing files opened with O_DIRECT")                                \

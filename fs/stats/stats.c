@@ -235,6 +235,8 @@ static void collect_file(const struct afs_xattr_target *t,
 	s->backing_io = ra_backing_io_name(rs.backing_io);
 	s->backing_reads = rs.backing_reads;
 	s->backing_bytes = rs.backing_bytes;
+	s->backing_cached_reads = rs.cached_reads;
+	s->backing_cached_bytes = rs.cached_bytes;
 	/* backing.bytes / cache.hit_bytes; 0 when nothing was served */
 	s->backing_amplification =
 		ms.hit_bytes ? (double)rs.backing_bytes / (double)ms.hit_bytes
@@ -300,6 +302,8 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->memory_trimmed_bytes = ar.pressure.trimmed;
 	s->backing_reads = es.backing_reads;
 	s->backing_bytes = es.backing_bytes;
+	s->backing_cached_reads = es.cached_reads;
+	s->backing_cached_bytes = es.cached_bytes;
 	s->backing_errors = es.backing_errors;
 	s->backing_opens_direct = es.opens_direct;
 	s->backing_opens_buffered = es.opens_buffered;

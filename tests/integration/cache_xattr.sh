@@ -37,7 +37,7 @@ ac_assert "$js" "list(j) == ['file', 'cache', 'backing', 'readahead', 'streams',
 ac_assert "$js" "list(g('file')) == ['ino', 'size', 'pages'] and g('file.size') == $size and g('file.pages') == $((size >> 12))"
 ac_assert "$js" "g('file.ino') == $(stat -c %i "$M/f")" "file.ino is not the inode number the mount shows"
 ac_assert "$js" "list(g('cache')) == ['cached_pages', 'history_pages', 'hits', 'hit_bytes', 'misses', 'inserted', 'prefetched', 'evicted', 'waste', 'thrash', 'errors', 'invalidated', 'to_history', 'enospc']"
-ac_assert "$js" "list(g('backing')) == ['io', 'reads', 'bytes', 'amplification'] and g('backing.io') in ('direct', 'buffered') and isinstance(g('backing.amplification'), (int, float))"
+ac_assert "$js" "list(g('backing')) == ['io', 'reads', 'bytes', 'cached_reads', 'cached_bytes', 'amplification'] and g('backing.io') in ('direct', 'buffered') and isinstance(g('backing.amplification'), (int, float))"
 ra_keys="['sync', 'async', 'context', 'random', 'stream', 'decisions', 'windows', 'sync_pages', 'async_pages', 'queued', 'queue_refused', 'enospc', 'thrash', 'waste', 'errors'"
 ac_assert "$js" "list(g('readahead')) == $ra_keys, 'max_window_pages', 'stripe_pages', 'advice']"
 dec_keys="['initial', 'oversize', 'seq_miss', 'context', 'random', 'async', 'async_recover', 'async_giveup', 'stream_seq', 'stream_ahead', 'stream_refill', 'stream_behind', 'stream_async']"
@@ -52,11 +52,11 @@ ac_assert "$js" "g('backing.reads') > 0 and g('backing.bytes') >= $size"
 
 # The root's stats.
 root=$(ac_stats "$M")
-ac_assert "$root" "list(j) == ['version', 'uptime_s', 'started', 'options', 'cache', 'backing', 'readahead', 'uncached_reads', 'revalidations']"
+ac_assert "$root" "list(j) == ['version', 'uptime_s', 'started', 'options', 'cache', 'memory', 'backing', 'readahead', 'uncached_reads', 'revalidations']"
 ac_assert "$root" "g('version') == '0.1.0' and g('uptime_s') >= 0 and len(g('started')) == 20 and g('started').endswith('Z')"
 ac_assert "$root" "list(g('options')) == ['read_mode', 'write_mode', 'cache_size', 'ra_max', 'ra_workers', 'stripe', 'chunk', 'context_ra', 'stream_table', 'backing_io'] and g('options.read_mode') == '$AC_MODE'"
 ac_assert "$root" "list(g('cache')) == ['budget_bytes', 'used_bytes', 'pending_free_bytes', 'high_bytes', 'low_bytes', 'cached_pages', 'history_pages', 'small_pages', 'main_pages', 'hits', 'misses', 'evictions', 'waste', 'thrash', 'promotions', 'enospc', 'alloc_waits', 'reclaim_runs', 'mappings', 'tree_bytes', 'page_overhead_bytes']"
-ac_assert "$root" "list(g('backing')) == ['reads', 'bytes', 'errors', 'opens_direct', 'opens_buffered']"
+ac_assert "$root" "list(g('backing')) == ['reads', 'bytes', 'cached_reads', 'cached_bytes', 'errors', 'opens_direct', 'opens_buffered']"
 ac_assert "$root" "list(g('readahead')) == $ra_keys, 'files', 'workers', 'queue_depth', 'workers_busy', 'queue_dropped'] and list(g('readahead.decisions')) == $dec_keys"
 ac_assert "$root" "0 < g('cache.budget_bytes') <= g('options.cache_size') and g('readahead.workers') == g('options.ra_workers')"
 ac_assert "$root" "g('backing.reads') >= $(ac_get "$js" backing.reads) and g('backing.bytes') >= $(ac_get "$js" backing.bytes)"

@@ -267,7 +267,8 @@ static const struct key_spec file_cache[] = {
 	{"to_history", 'i'},   {"enospc", 'i'},
 };
 static const struct key_spec file_backing[] = {
-	{"io", 's'}, {"reads", 'i'}, {"bytes", 'i'}, {"amplification", 'f'}};
+	{"io", 's'},	       {"reads", 'i'},	      {"bytes", 'i'},
+	{"cached_reads", 'i'}, {"cached_bytes", 'i'}, {"amplification", 'f'}};
 static const struct key_spec decisions[] = {
 	{"initial", 'i'},	{"oversize", 'i'},	{"seq_miss", 'i'},
 	{"context", 'i'},	{"random", 'i'},	{"async", 'i'},
@@ -335,8 +336,9 @@ static const struct key_spec root_memory[] = {
 	{"trimmed_bytes", 'i'},
 };
 static const struct key_spec root_backing[] = {
-	{"reads", 'i'},	       {"bytes", 'i'},		{"errors", 'i'},
-	{"opens_direct", 'i'}, {"opens_buffered", 'i'},
+	{"reads", 'i'},		 {"bytes", 'i'},  {"cached_reads", 'i'},
+	{"cached_bytes", 'i'},	 {"errors", 'i'}, {"opens_direct", 'i'},
+	{"opens_buffered", 'i'},
 };
 static const struct key_spec root_ra[] = {
 	RA_COMMON,

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# cache_resident.sh - what the backing's page cache already holds is taken
+# from there, not from the disk (ra/backing.c: a cachestat(2) probe before
+# each O_DIRECT read).  On an ext4 volume over a direct-I/O loop device (so
+# every read that misses the page cache reaches the device), in both read
+# modes:
+#   1. a file just written into the backing (its pages still in the page
+#      cache): read through a fresh mount, the device reads nothing (under
+#      1 MiB of 32), the stats count the reads as backing.cached_reads with
+#      cached_bytes of at least the file, and the bytes are the file's;
+#   2. the same file after drop_caches and a remount: the device reads at
+#      least the file and cached_reads stays 0 -- the probe did not mistake
+#      a cold file for a resident one.
+# Skipped where the kernel has no cachestat(2) (before 6.5).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cache_lib.sh"
+afs_require_fuse
+afs_require_root
+# cachestat(2) is syscall 451 on x86-64 and arm64 alike.
+python3 - <<'PY' || { echo "SKIP: $AFS_TEST_NAME: no cachestat(2) in this kernel" >&2; exit 77; }
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+rng = (ctypes.c_uint64 * 2)(0, 4096)
+out = (ctypes.c_uint64 * 5)()
+fd = os.open("/proc/self/exe", os.O_RDONLY)
+sys.exit(0 if libc.syscall(451, fd, rng, out, 0) == 0 else 1)
+PY
+afs_loop_ext4 256
+dev=$(basename "$AFS_LOOPDEV")
+
+sectors_read()
+{
+	awk '{ print $3 }' "/sys/block/$dev/stat"
+}
+
+for mode in kernel direct; do
+	f=$AFS_SRC/f.$mode
+	head -c 32M /dev/urandom >"$AFS_WORK/data"
+	cp "$AFS_WORK/data" "$f" # buffered: in the page cache now
+	sync # written back, still cached
+	afs_mount -o read_mode=$mode
+	s0=$(sectors_read)
+	cmp "$AFS_MNT/f.$mode" "$AFS_WORK/data" || afs_fail "$mode: wrong bytes (hot)"
+	s1=$(sectors_read)
+	s=$(ac_stats "$AFS_MNT/f.$mode")
+	cr=$(ac_get "$s" backing.cached_reads)
+	cb=$(ac_get "$s" backing.cached_bytes)
+	echo "$mode hot: device read $(((s1 - s0) / 2)) KiB, cached_reads $cr," \
+		"cached_bytes $((cb >> 20)) MiB"
+	[ $(((s1 - s0) / 2)) -lt 1024 ] ||
+		afs_fail "$mode: the device read $(((s1 - s0) / 2)) KiB of a resident file"
+	[ "$cr" -gt 0 ] || afs_fail "$mode: no read counted as cached"
+	[ "$cb" -ge $((32 << 20)) ] || afs_fail "$mode: cached_bytes $cb"
+	afs_umount
+
+	afs_drop_caches
+	afs_mount -o read_mode=$mode
+	s0=$(sectors_read)
+	cmp "$AFS_MNT/f.$mode" "$AFS_WORK/data" || afs_fail "$mode: wrong bytes (cold)"
+	s1=$(sectors_read)
+	cr=$(ac_get "$(ac_stats "$AFS_MNT/f.$mode")" backing.cached_reads)
+	echo "$mode cold: device read $(((s1 - s0) / 2)) KiB, cached_reads $cr"
+	[ $(((s1 - s0) / 2)) -ge $((32 << 10)) ] ||
+		afs_fail "$mode: the device read only $(((s1 - s0) / 2)) KiB of a cold file"
+	[ "$cr" = 0 ] || afs_fail "$mode: $cr reads of a cold file counted as cached"
+	afs_umount
+done
+echo "cache_resident: ok"
