@@ -108,6 +108,8 @@ void afs_itable_destroy(struct afs_itable *t)
 				t->release_fc(i->fc);
 			if (i->fd >= 0)
 				close(i->fd);
+			if (i->io_fd >= 0)
+				close(i->io_fd);
 			free(i);
 		}
 	}
@@ -207,6 +209,8 @@ static void unlink_free_locked(struct afs_itable *t, struct afs_inode *i)
 		t->release_fc(i->fc);
 	if (i->fd >= 0)
 		close(i->fd);
+	if (i->io_fd >= 0)
+		close(i->io_fd);
 	free(i);
 	if (t->nbuckets > AFS_MIN_BUCKETS && t->count < t->nbuckets / 8)
 		resize_locked(t, t->nbuckets / 2);
@@ -298,6 +302,7 @@ static struct afs_inode *new_inode(uint32_t fsidx, uint64_t ino, int fd,
 	i->fsidx = fsidx;
 	i->ino = ino;
 	i->fd = fd;
+	i->io_fd = -1;
 	i->type = type & S_IFMT;
 	i->generation = generation;
 	return i;

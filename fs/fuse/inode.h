@@ -61,6 +61,13 @@ struct afs_inode {
 	uint32_t generation; /* backing i_generation (0 if unknown) */
 	mode_t type; /* S_IFMT bits, immutable */
 	int fd; /* O_PATH|O_NOFOLLOW on the backing inode, owned */
+	/* -o opens=none: the daemon's own read-write (else read-only)
+	 * descriptor of a regular file, for the requests that come without
+	 * an open handle; -1 until the first one (set once, __atomic),
+	 * closed with the entry.  io_wr_err: why it is read-only (-errno),
+	 * what a write then gets. */
+	int io_fd;
+	int io_wr_err;
 	bool pinned; /* the root: never freed by forget */
 	/* a regular file's data path state (fs/data/data.h: its identity,
 	 * cache and readahead), a reference set once (__atomic) by the first

@@ -71,6 +71,23 @@ int afs_stat(const struct afs_inode *inode, struct stat *st)
 	return 0;
 }
 
+/* opens=none: no open will tell the kernel that its cached pages of @i
+ * are stale (ops_io.c finish_open() does, otherwise); a LOOKUP or GETATTR
+ * that finds the count of changes behind the mount moved does, here.
+ * Attributes and pages go; the kernel's lock on neither is held. */
+static void tell_changes(struct afs_fs *fs, struct afs_inode *i,
+			 struct afs_fcache *fc)
+{
+	uint64_t changes;
+
+	if (fs->opts->opens != AFS_OPENS_NONE || !fs->se || !fc)
+		return;
+	changes = afs_fcache_changes(fc);
+	if (__atomic_exchange_n(&i->changes_told, changes, __ATOMIC_ACQ_REL) !=
+	    changes)
+		fuse_lowlevel_notify_inval_inode(fs->se, i->nodeid, 0, 0);
+}
+
 static void fill_entry(struct afs_fs *fs, struct afs_inode *i,
 		       const struct stat *st, struct fuse_entry_param *e)
 {
@@ -86,10 +103,12 @@ static void fill_entry(struct afs_fs *fs, struct afs_inode *i,
 	if (S_ISREG(i->type)) {
 		struct afs_fcache *fc = afs_inode_fc(i);
 
-		if (fc)
+		if (fc) {
 			afs_fcache_revalidate(fc, st);
-		else
+			tell_changes(fs, i, fc);
+		} else {
 			afs_inode_fcache(fs, i, st);
+		}
 	}
 }
 
@@ -248,6 +267,11 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_POSIX_ACL;
 	if (conn->max_write < AFS_DATA_MAX_REQUEST)
 		conn->max_write = AFS_DATA_MAX_REQUEST;
+	/* Zero-message opens: an O_TRUNC open must reach us as a SETATTR,
+	 * since no OPEN will (with atomic_o_trunc the kernel would take the
+	 * OPEN's truncation as done, and the file would keep its bytes). */
+	if (fs->opts->opens == AFS_OPENS_NONE)
+		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	__atomic_store_n(&fs->writeback,
 			 (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
 			 __ATOMIC_RELEASE);
@@ -324,8 +348,10 @@ void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!rc && S_ISREG(i->type)) {
 		struct afs_fcache *fc = afs_inode_fc(i);
 
-		if (fc)
+		if (fc) {
 			afs_fcache_revalidate(fc, &st);
+			tell_changes(fs, i, fc);
+		}
 	}
 	afs_itable_put(&fs->itable, i);
 	if (rc)
@@ -342,7 +368,7 @@ static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
 
 	/* Only truncation carries an open file, and only regular files have
 	 * a struct afs_file in fh (a directory's is a struct afs_dir). */
-	if (fi && S_ISREG(i->type))
+	if (fi && fi->fh && S_ISREG(i->type)) /* opens=none: no handle */
 		fd = afs_fi_fd(fi);
 	afs_procpath(proc, i->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {

@@ -19,6 +19,19 @@
  * truncate) update the identity (afs_fcache_changed()), so they do not
  * count as such.
  *
+ * Zero-message opens (-o opens=none): the first OPEN is answered ENOSYS,
+ * and the kernel then sends no OPEN, and no RELEASE, for any file again;
+ * CREATE too is answered ENOSYS (the kernel falls back to MKNOD and an
+ * open that sends nothing), and FLUSH without a handle (the kernel then
+ * stops sending FLUSH).  No handle ever exists, so requests arrive with fh
+ * 0 and work on the inode's own descriptor (io_target(): inode->io_fd,
+ * opened once as the daemon, read-write where it may, closed at FORGET),
+ * with the file's own readahead state; a WRITE's O_APPEND and O_[D]SYNC
+ * come from its flags (pwritev2 RWF_APPEND, RWF_DSYNC, RWF_SYNC).  The
+ * kernel checked the open's access (default_permissions, forced on); a
+ * change behind the mount reaches the kernel's page cache at LOOKUP and
+ * GETATTR (ops_entry.c tell_changes()) instead of at open.
+ *
  * Reads go through the data path (afs_data_read(), replying with an iovec
  * over cache pages).  Writes: libfuse hands the request's data in its
  * per-thread receive buffer; fuse_buf_copy() pwrite()s it straight to the
@@ -82,6 +95,100 @@ static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 	rc = fd < 0 ? -errno : fd;
 	afs_creds_leave(&c);
 	return rc;
+}
+
+/* What a data request works on: the open's handle, or for a request
+ * without one (opens=none) the inode's own descriptor. */
+struct io_target {
+	struct afs_inode *inode;
+	int fd;
+	struct ra_state *ra; /* NULL: the file's own */
+	bool cached; /* reads go through the cache */
+	bool keep_data; /* direct_io: the reader keeps no copy */
+	bool ref; /* @inode is a reference of ours (io_target_put) */
+};
+
+/* The inode's own descriptor (opens=none), opened on first use.  As the
+ * daemon, read-write, else read-only (a read-only backing, a running
+ * executable, a non-root daemon without write access). */
+static int inode_io_fd(struct afs_fs *fs, struct afs_inode *i)
+{
+	char proc[AFS_PROCPATH_LEN];
+	int fd = __atomic_load_n(&i->io_fd, __ATOMIC_ACQUIRE), expected = -1;
+	int wr_err = 0;
+	struct afs_fcache *fc;
+
+	if (fd >= 0)
+		return fd;
+	afs_procpath(proc, i->fd);
+	fd = open(proc, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		wr_err = -errno;
+		fd = open(proc, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	}
+	fc = afs_inode_fcache(fs, i, NULL);
+	if (fc)
+		(void)afs_fcache_ra(fc,
+				    fd); /* else reads go around the cache */
+	if (!__atomic_compare_exchange_n(&i->io_fd, &expected, fd, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		close(fd); /* another request opened it first */
+		return expected;
+	}
+	__atomic_store_n(&i->io_wr_err, wr_err, __ATOMIC_RELEASE);
+	return fd;
+}
+
+/* Fill @t for a request on @ino with @fi.  Return: 0, or -errno. */
+static int io_target(fuse_req_t req, fuse_ino_t ino,
+		     const struct fuse_file_info *fi, struct io_target *t)
+{
+	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_fcache *fc;
+
+	if (fi && fi->fh) {
+		struct afs_file *f = afs_file_of(fi);
+
+		*t = (struct io_target){.inode = f->inode,
+					.fd = f->h.fd,
+					.ra = &f->h.ra,
+					.cached = f->h.cached,
+					.keep_data = f->h.direct_io};
+		return 0;
+	}
+	*t = (struct io_target){.ref = true};
+	t->inode = afs_itable_get(&fs->itable, ino);
+	if (!t->inode)
+		return -ESTALE;
+	if (!S_ISREG(t->inode->type)) {
+		afs_itable_put(&fs->itable, t->inode);
+		return -EBADF;
+	}
+	t->fd = inode_io_fd(fs, t->inode);
+	if (t->fd < 0) {
+		afs_itable_put(&fs->itable, t->inode);
+		return t->fd;
+	}
+	fc = afs_inode_fc(t->inode);
+	t->cached = fc && __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+/* @fs, not the request: a read's request is gone once it is replied. */
+static void io_target_put(struct afs_fs *fs, struct io_target *t)
+{
+	if (t->ref)
+		afs_itable_put(&fs->itable, t->inode);
+}
+
+/* A write through @t's descriptor may fail only because the inode's own
+ * descriptor is read-only: its reason then, else 0. */
+static int io_target_wr_err(const struct io_target *t)
+{
+	return t->ref ? __atomic_load_n(&t->inode->io_wr_err, __ATOMIC_ACQUIRE)
+		      : 0;
 }
 
 static void free_file(struct afs_open *h)
@@ -186,9 +293,15 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_inode *i = afs_req_inode(req, ino);
+	struct afs_inode *i;
 	int fd, rc;
 
+	if (fs->opts->opens == AFS_OPENS_NONE) {
+		/* The kernel stops sending OPEN and RELEASE for good. */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	i = afs_req_inode(req, ino);
 	if (!i)
 		return;
 	fd = open_inode(req, i, fi->flags);
@@ -222,6 +335,13 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (!dir)
 		return;
+	if (fs->opts->opens == AFS_OPENS_NONE) {
+		/* An open handle would never be released: the kernel makes
+		 * the file with MKNOD instead, and opens it without a word. */
+		afs_itable_put(&fs->itable, dir);
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	rc = afs_req_creds_enter(req, &c, true);
 	if (rc)
 		goto out_put;
@@ -295,23 +415,28 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
-	struct afs_file *f = afs_file_of(fi);
-	struct afs_read r = {
-		.fc = f->h.cached ? afs_inode_fc(f->inode) : NULL,
-		.ra = &f->h.ra,
-		.fd = f->h.fd,
-		.keep_data = f->h.direct_io,
-		.reply = read_reply,
-		.wait = read_wait,
-		.ctx = req,
-	};
+	struct io_target t;
 	int rc;
 
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	rc = afs_data_read(fs->ahead, &r, (uint64_t)off, size);
+	rc = io_target(req, ino, fi, &t);
+	if (!rc) {
+		struct afs_read r = {
+			.fc = t.cached ? afs_inode_fc(t.inode) : NULL,
+			.ra = t.ra,
+			.fd = t.fd,
+			.keep_data = t.keep_data,
+			.reply = read_reply,
+			.wait = read_wait,
+			.ctx = req,
+		};
+
+		rc = afs_data_read(fs->ahead, &r, (uint64_t)off, size);
+		io_target_put(fs, &t);
+	}
 	if (rc)
 		fuse_reply_err(req, -rc);
 }
@@ -333,43 +458,106 @@ static bool kill_privs_as_caller(fuse_req_t req, int fd)
 	return !fstat(fd, &st) && (st.st_mode & (S_ISUID | S_ISGID));
 }
 
+/* The pwritev2() flags of a WRITE without a handle: the open's O_APPEND
+ * and O_[D]SYNC, which a handle's descriptor carries itself. */
+static int write_rwf(const struct io_target *t, int flags)
+{
+	if (!t->ref)
+		return 0;
+	return (flags & O_APPEND ? RWF_APPEND : 0) |
+	       ((flags & O_SYNC) == O_SYNC ? RWF_SYNC
+		: flags & O_DSYNC	   ? RWF_DSYNC
+					   : 0);
+}
+
+/* Write @bufv at @off of @fd (@rwf: pwritev2 flags; with RWF_APPEND at
+ * the end, *@at then says where).  Return: bytes, or -errno. */
+static ssize_t write_data(struct fuse_bufvec *bufv, int fd, off_t off, int rwf,
+			  off_t *at)
+{
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
+	struct iovec iov[8];
+	struct stat st;
+	ssize_t n;
+
+	*at = off;
+	if (!rwf) {
+		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		dst.buf[0].fd = fd;
+		dst.buf[0].pos = off;
+		return fuse_buf_copy(&dst, bufv, 0);
+	}
+	/* No splice (ops_entry.c afs_op_init()): the data is in memory. */
+	if (bufv->count - bufv->idx > 8)
+		return -EINVAL;
+	for (size_t k = bufv->idx; k < bufv->count; k++) {
+		if (bufv->buf[k].flags & FUSE_BUF_IS_FD)
+			return -EINVAL;
+		iov[k - bufv->idx].iov_base = (char *)bufv->buf[k].mem +
+					      (k == bufv->idx ? bufv->off : 0);
+		iov[k - bufv->idx].iov_len =
+			bufv->buf[k].size - (k == bufv->idx ? bufv->off : 0);
+	}
+	n = pwritev2(fd, iov, (int)(bufv->count - bufv->idx), off, rwf);
+	if (n < 0)
+		return -errno;
+	if ((rwf & RWF_APPEND) && !fstat(fd, &st))
+		*at = st.st_size - n;
+	return n;
+}
+
 void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		      off_t off, struct fuse_file_info *fi)
 {
-	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
-	struct afs_file *f = afs_file_of(fi);
+	struct io_target t;
+	off_t at;
 	ssize_t n;
+	int rc = io_target(req, ino, fi, &t), rwf;
 
-	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	dst.buf[0].fd = f->h.fd;
-	dst.buf[0].pos = off;
-	if (kill_privs_as_caller(req, f->h.fd)) {
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	rwf = write_rwf(&t, fi->flags);
+	if (kill_privs_as_caller(req, t.fd)) {
 		struct afs_creds c;
-		int rc = afs_req_creds_enter(req, &c, false);
 
+		rc = afs_req_creds_enter(req, &c, false);
 		if (rc) {
+			io_target_put(afs_req_fs(req), &t);
 			fuse_reply_err(req, -rc);
 			return;
 		}
-		n = fuse_buf_copy(&dst, bufv, 0);
+		n = write_data(bufv, t.fd, off, rwf, &at);
 		afs_creds_leave(&c);
 	} else {
-		n = fuse_buf_copy(&dst, bufv, 0);
+		n = write_data(bufv, t.fd, off, rwf, &at);
 	}
-	if (n < 0) {
+	if (n == -EBADF && io_target_wr_err(&t))
+		n = io_target_wr_err(
+			&t); /* the inode's descriptor is read-only */
+	if (n >= 0)
+		afs_fcache_changed(afs_inode_fc(t.inode), t.fd, (uint64_t)at,
+				   (uint64_t)n, false);
+	io_target_put(afs_req_fs(req), &t);
+	if (n < 0)
 		fuse_reply_err(req, (int)-n);
-		return;
-	}
-	afs_fcache_changed(afs_inode_fc(f->inode), f->h.fd, (uint64_t)off,
-			   (uint64_t)n, false);
-	fuse_reply_write(req, (size_t)n);
+	else
+		fuse_reply_write(req, (size_t)n);
 }
 
 void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	/* close() of a duplicate reports what the backing's close would
 	 * (NFS backings flush on close) without closing the handle. */
-	int fd = dup(afs_fi_fd(fi));
+	int fd;
+
+	if (!fi->fh) {
+		/* opens=none: nothing to flush; the kernel stops asking. */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	fd = dup(afs_fi_fd(fi));
 
 	if (fd < 0 || close(fd) < 0)
 		fuse_reply_err(req, errno);
@@ -386,46 +574,62 @@ void afs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void afs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		  struct fuse_file_info *fi)
 {
-	int fd = afs_fi_fd(fi);
-	int res = datasync ? fdatasync(fd) : fsync(fd);
+	struct io_target t;
+	int rc = io_target(req, ino, fi, &t);
 
-	fuse_reply_err(req, res ? errno : 0);
+	if (!rc) {
+		if (datasync ? fdatasync(t.fd) : fsync(t.fd))
+			rc = -errno;
+		io_target_put(afs_req_fs(req), &t);
+	}
+	fuse_reply_err(req, -rc);
 }
 
 void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		      off_t length, struct fuse_file_info *fi)
 {
-	struct afs_file *f = afs_file_of(fi);
-	bool as_caller = kill_privs_as_caller(req, f->h.fd);
+	struct io_target t;
 	struct afs_creds c;
-	int rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
+	bool as_caller;
+	int rc = io_target(req, ino, fi, &t);
 
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (fallocate(f->h.fd, mode, offset, length))
-		rc = -errno;
-	if (as_caller)
-		afs_creds_leave(&c);
-	if (rc) {
-		fuse_reply_err(req, -rc);
-		return;
+	as_caller = kill_privs_as_caller(req, t.fd);
+	rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
+	if (!rc) {
+		if (fallocate(t.fd, mode, offset, length))
+			rc = errno == EBADF && io_target_wr_err(&t)
+				     ? io_target_wr_err(&t)
+				     : -errno;
+		if (as_caller)
+			afs_creds_leave(&c);
 	}
 	/* Punched or zeroed bytes change; plain allocation only the size,
 	 * but the identity must follow either way. */
-	afs_fcache_changed(afs_inode_fc(f->inode), f->h.fd, (uint64_t)offset,
-			   (uint64_t)length, false);
-	fuse_reply_err(req, 0);
+	if (!rc)
+		afs_fcache_changed(afs_inode_fc(t.inode), t.fd,
+				   (uint64_t)offset, (uint64_t)length, false);
+	io_target_put(afs_req_fs(req), &t);
+	fuse_reply_err(req, -rc);
 }
 
 void afs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		  struct fuse_file_info *fi)
 {
-	off_t res = lseek(afs_fi_fd(fi), off, whence);
+	struct io_target t;
+	int rc = io_target(req, ino, fi, &t);
+	off_t res = -1;
 
-	if (res < 0)
-		fuse_reply_err(req, errno);
+	if (!rc) {
+		res = lseek(t.fd, off, whence);
+		rc = res < 0 ? -errno : 0;
+		io_target_put(afs_req_fs(req), &t);
+	}
+	if (rc)
+		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_lseek(req, res);
 }
@@ -435,27 +639,42 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    off_t off_out, struct fuse_file_info *fi_out,
 			    size_t len, int flags)
 {
-	struct afs_file *out = afs_file_of(fi_out);
-	bool as_caller = kill_privs_as_caller(req, out->h.fd);
+	struct io_target in, out;
 	off_t dst = off_out;
 	struct afs_creds c;
-	ssize_t n;
-	int rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
+	bool as_caller;
+	ssize_t n = -1;
+	int rc = io_target(req, ino_in, fi_in, &in);
 
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	n = copy_file_range(afs_fi_fd(fi_in), &off_in, out->h.fd, &off_out, len,
-			    (unsigned)flags);
-	rc = n < 0 ? -errno : 0;
-	if (as_caller)
-		afs_creds_leave(&c);
+	rc = io_target(req, ino_out, fi_out, &out);
 	if (rc) {
+		io_target_put(afs_req_fs(req), &in);
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	afs_fcache_changed(afs_inode_fc(out->inode), out->h.fd, (uint64_t)dst,
-			   (uint64_t)n, false);
-	fuse_reply_write(req, (size_t)n);
+	as_caller = kill_privs_as_caller(req, out.fd);
+	rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
+	if (!rc) {
+		n = copy_file_range(in.fd, &off_in, out.fd, &off_out, len,
+				    (unsigned)flags);
+		rc = n >= 0 ? 0
+		     : errno == EBADF && io_target_wr_err(&out)
+			     ? io_target_wr_err(&out)
+			     : -errno;
+		if (as_caller)
+			afs_creds_leave(&c);
+	}
+	if (!rc)
+		afs_fcache_changed(afs_inode_fc(out.inode), out.fd,
+				   (uint64_t)dst, (uint64_t)n, false);
+	io_target_put(afs_req_fs(req), &in);
+	io_target_put(afs_req_fs(req), &out);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, (size_t)n);
 }

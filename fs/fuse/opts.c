@@ -34,6 +34,8 @@ enum afs_opt_kind {
 };
 
 #define NO_FIELD SIZE_MAX
+const char *const afs_opens_names[] = {"message", "none", NULL};
+
 #define F(field) offsetof(struct afs_opts, field)
 
 struct afs_opt_spec {
@@ -75,6 +77,11 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 0, "refuse default_permissions (the backing checks, per user)"},
 	{"debug", OPT_SET, false, F(debug), 0, 0,
 	 "trace every request on stderr (implies -f)"},
+	{"opens", OPT_ENUM, true, F(opens), 0, 0,
+	 "message (default: open and close are FUSE requests) or none "
+	 "(zero-message opens: read_mode=kernel, default_permissions; "
+	 "docs/tuning.md)",
+	 0, 0, afs_opens_names},
 	/* the cache and readahead (fs/data/data.h, docs/tuning.md) */
 	{"read_mode", OPT_ENUM, true, F(ahead.read_mode), 0, 0,
 	 "kernel (default: the kernel's page cache on top) or direct (every "
@@ -439,6 +446,17 @@ int afs_opts_parse(struct afs_opts *o, int argc, char **argv, char *err,
 		return fail(err, errlen, -EINVAL,
 			    "options 'default_permissions' and "
 			    "'no_default_permissions' conflict");
+	/* Without an OPEN no one checks an open's access but the kernel, and
+	 * a direct_io open needs the OPEN's reply. */
+	if (o->opens == AFS_OPENS_NONE && o->no_default_permissions)
+		return fail(err, errlen, -EINVAL,
+			    "options 'opens=none' and 'no_default_permissions' "
+			    "conflict: without OPEN requests the kernel's "
+			    "permission check is the only one");
+	if (o->opens == AFS_OPENS_NONE && o->ahead.read_mode == AFS_READ_DIRECT)
+		return fail(err, errlen, -EINVAL,
+			    "options 'opens=none' and 'read_mode=direct' "
+			    "conflict: direct reads need the OPEN's reply");
 	if (o->ahead.ra.stripe_bytes && o->ahead.ra.chunk_bytes &&
 	    (o->ahead.ra.chunk_bytes > o->ahead.ra.stripe_bytes ||
 	     o->ahead.ra.stripe_bytes % o->ahead.ra.chunk_bytes))
@@ -541,7 +559,8 @@ bool afs_opts_default_permissions(const struct afs_opts *o, unsigned euid)
 {
 	if (o->no_default_permissions)
 		return false;
-	return o->default_permissions || (euid == 0 && o->allow_other);
+	return o->default_permissions || o->opens == AFS_OPENS_NONE ||
+	       (euid == 0 && o->allow_other);
 }
 
 int afs_opts_fuse_args(const struct afs_opts *o, unsigned euid,

@@ -29,6 +29,14 @@ struct fuse_args;
 
 #define AFS_ERRLEN 512
 
+/* -o opens=: whether an open(2) costs a FUSE round trip (names
+ * afs_opens_names, docs/tuning.md "opens"). */
+enum afs_opens {
+	AFS_OPENS_MESSAGE, /* OPEN, FLUSH (writable opens), RELEASE */
+	AFS_OPENS_NONE, /* zero-message opens: no OPEN, FLUSH, RELEASE */
+};
+extern const char *const afs_opens_names[];
+
 struct afs_opts {
 	char *source; /* as given */
 	char *mountpoint; /* as given */
@@ -51,6 +59,7 @@ struct afs_opts {
 	bool has_fsname, has_subtype;
 	double attr_timeout; /* -o attr_timeout=, seconds */
 	double entry_timeout; /* -o entry_timeout=, seconds; < 0: default */
+	int opens; /* -o opens=, enum afs_opens */
 
 	/* the cache and readahead (cache_size=, read_mode=, ra_max=,
 	 * ra_workers=, stripe=, chunk=, context_ra=, stream_table=,

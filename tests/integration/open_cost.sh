@@ -6,7 +6,11 @@
 #      file send no FLUSH at all, in both read modes;
 #   2. writable opens keep their FLUSH (close(2) reports the backing's
 #      close errors): each close of an O_WRONLY or O_RDWR open sends one;
-#   3. the bytes read are the backing's.
+#   3. the bytes read are the backing's;
+#   4. -o opens=none (zero-message opens): the first OPEN, CREATE and FLUSH
+#      are answered ENOSYS and none follows -- 200 reads, 20 writable opens
+#      and 20 creates send at most one of each and no RELEASE -- and what
+#      they read and wrote is the backing's.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 afs_require_fuse
@@ -52,4 +56,46 @@ PY
 	[ "$wflushes" -eq 20 ] || afs_fail "$mode: $wflushes FLUSH for 20 writable opens"
 	afs_umount
 done
+afs_mount -d -o opens=none
+python3 - "$AFS_MNT" "$AFS_SRC" <<'PY'
+import os, sys
+mnt, src = sys.argv[1], sys.argv[2]
+want = open(src + "/f", "rb").read()
+for i in range(200):
+    off = (i * 11 * 1024) % (len(want) - 11 * 1024)
+    fd = os.open(mnt + "/f", os.O_RDONLY)
+    got = os.pread(fd, 11 * 1024, off)
+    os.close(fd)
+    if got != want[off:off + 11 * 1024]:
+        sys.exit("wrong bytes at %d" % off)
+for i in range(10):
+    fd = os.open(mnt + "/f", os.O_WRONLY)
+    os.pwrite(fd, b"w%d" % i, i * 4096)
+    os.close(fd)
+    fd = os.open(mnt + "/f", os.O_RDWR | os.O_APPEND)
+    os.write(fd, b"a%d" % i)
+    os.close(fd)
+for i in range(20):
+    fd = os.open(mnt + "/new.%d" % i, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o640)
+    os.write(fd, b"n%d" % i)
+    os.close(fd)
+    if open(src + "/new.%d" % i, "rb").read() != b"n%d" % i:
+        sys.exit("created file %d" % i)
+got = open(src + "/f", "rb").read()
+exp = bytearray(want)
+for i in range(10):
+    exp[i * 4096:i * 4096 + 2] = b"w%d" % i
+exp += b"".join(b"a%d" % i for i in range(10))
+if got != bytes(exp):
+    sys.exit("writes and appends through opens=none differ from the backing")
+PY
+sleep 0.3
+n_open=$(opcodes OPEN) n_flush=$(opcodes FLUSH) n_release=$(opcodes RELEASE)
+n_create=$(opcodes CREATE)
+echo "opens=none: OPEN $n_open FLUSH $n_flush RELEASE $n_release CREATE $n_create"
+[ "$n_open" -le 1 ] || afs_fail "opens=none: $n_open OPEN requests"
+[ "$n_flush" -le 1 ] || afs_fail "opens=none: $n_flush FLUSH requests"
+[ "$n_release" -eq 0 ] || afs_fail "opens=none: $n_release RELEASE requests"
+[ "$n_create" -le 1 ] || afs_fail "opens=none: $n_create CREATE requests"
+afs_umount
 echo "open_cost: ok"

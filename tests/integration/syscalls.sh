@@ -3,7 +3,7 @@
 # errno as on the backing (afs_syscalls), as root and as an unprivileged user
 # through an allow_other mount (EACCES/EPERM cases), and again as the user
 # with no_default_permissions (then the backing decides, under the user's
-# credentials).  Also a fifo and a unix socket used through the mount.  With AFS_SYSCALLS_EXT4=1
+# credentials), and with -o opens=none.  Also a fifo and a unix socket used through the mount.  With AFS_SYSCALLS_EXT4=1
 # (syscalls_ext4.sh) SOURCE is a directory on a fresh ext4 loop volume.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -39,6 +39,15 @@ conn, _ = srv.accept()
 cli.sendall(b"ping")
 assert conn.recv(4) == b"ping"
 PY
+afs_umount
+
+# Zero-message opens: the same outcomes, as root and as the user (opens=
+# none implies default_permissions: the kernel checks every open).
+mkdir -p "$AFS_SRC/root-noopen" "$AFS_SRC/user-noopen"
+chown "$AFS_UID:$AFS_GID" "$AFS_SRC/user-noopen"
+afs_mount -o allow_other,opens=none
+"$AFS_TESTBIN/afs_syscalls" "$AFS_SRC/root-noopen" "$AFS_MNT/root-noopen" || rc=1
+afs_as_user "$AFS_UBIN/afs_syscalls" "$AFS_SRC/user-noopen" "$AFS_MNT/user-noopen" || rc=1
 afs_umount
 
 afs_mount -o allow_other,no_default_permissions,entry_timeout=0,attr_timeout=0

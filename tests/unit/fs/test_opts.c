@@ -311,6 +311,37 @@ static void test_conflicting_permissions(void **state)
 		     "conflict");
 }
 
+/* Zero-message opens: parsed, they imply default_permissions (also for a
+ * daemon that is not root), and refuse what needs an OPEN. */
+static void test_opens_none(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "-o", "opens=none", "s", "m", NULL), 0);
+	assert_int_equal(f->o.opens, AFS_OPENS_NONE);
+	assert_true(afs_opts_default_permissions(&f->o, 1000));
+	afs_opts_free(&f->o);
+	afs_opts_init(&f->o);
+	assert_int_equal(parse(f, "-o", "opens=message", "s", "m", NULL), 0);
+	assert_int_equal(f->o.opens, AFS_OPENS_MESSAGE);
+	afs_opts_free(&f->o);
+	afs_opts_init(&f->o);
+	assert_error(f, parse(f, "-o", "opens=few", "s", "m", NULL),
+		     "expected message or none");
+	afs_opts_free(&f->o);
+	afs_opts_init(&f->o);
+	assert_error(f,
+		     parse(f, "-o", "opens=none,no_default_permissions", "s",
+			   "m", NULL),
+		     "conflict");
+	afs_opts_free(&f->o);
+	afs_opts_init(&f->o);
+	assert_error(
+		f,
+		parse(f, "-o", "read_mode=direct,opens=none", "s", "m", NULL),
+		"direct reads need the OPEN's reply");
+}
+
 static void test_double_dash(void **state)
 {
 	struct fixture *f = *state;
@@ -519,6 +550,7 @@ int main(void)
 		T(test_missing_value),
 		T(test_missing_and_extra_arguments),
 		T(test_conflicting_permissions),
+		T(test_opens_none),
 		T(test_double_dash),
 		T(test_check_ok),
 		T(test_check_source_errors),
