@@ -132,8 +132,8 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 	fs->opts = o;
 	fs->as_root = geteuid() == 0;
 	/* The kernel checks permissions (and POSIX ACLs) unless refused;
-	 * as root with allow_other, default_permissions is also a mount
-	 * option (afs_opts_fuse_args()). */
+	 * with allow_other, default_permissions is also a mount option
+	 * (afs_opts_fuse_args()). */
 	fs->default_permissions = !o->no_default_permissions;
 	fs->attr_timeout = o->attr_timeout;
 	fs->entry_timeout = afs_opts_entry_timeout(o);
@@ -306,7 +306,10 @@ static int run(struct afs_opts *o)
 			strerror(-rc));
 		return 1;
 	}
-	rc = afs_opts_fuse_args(o, geteuid(), &args);
+	if (afs_opts_permission_warning(o, geteuid()))
+		afs_log(LOG_WARNING, "%s",
+			afs_opts_permission_warning(o, geteuid()));
+	rc = afs_opts_fuse_args(o, &args);
 	if (rc) {
 		afs_log(LOG_ERR, "out of memory");
 		goto out_fs;
