@@ -6,7 +6,9 @@
  * Creates (through the mount) NR_R pattern files r0.. (pattern.h, one seed
  * each), then runs these threads at once for SECONDS:
  *   seq        whole-file sequential reads of a random r file, in pieces of
- *              4K, 64K, 128K, 1M or an odd 12345 bytes
+ *              4K, 64K, 128K, 1M or an odd 12345 bytes (half of them after
+ *              dropping the kernel's cached pages of the file:
+ *              POSIX_FADV_DONTNEED)
  *   random     preads at random byte offsets and lengths (1 to 256K)
  *   coop x3    three threads on ONE fd, taking 128K chunks from a shared
  *              counter (a server's thread pool)
@@ -201,6 +203,10 @@ static void *seq_thread(struct worker *w)
 
 		if (fd < 0)
 			return NULL;
+		/* Half the passes start with the kernel's copy dropped, so
+		 * that a kernel-mode mount reads from aheadfs again. */
+		if (rnd(&w->seed) & 1)
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		for (uint64_t off = 0; off <= R_SIZE && running(); off += bs)
 			if (!check_r("seq", fd, f, off, bs, w->buf))
 				break;

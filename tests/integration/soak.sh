@@ -68,5 +68,10 @@ for mode in kernel direct; do
 	done < <(cd "$AFS_SRC" && find . -type f -print0)
 	[ "$n" -ge 7 ] || afs_fail "$mode: only $n files to compare"
 	echo "$mode: $n files equal through the mount and on the backing"
+	# The cache was under pressure all along: it evicted.
+	ev=$(getfattr -n user.aheadfs.stats --only-values "$AFS_MNT" 2>/dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["cache"]["evictions"])')
+	echo "$mode: $ev pages evicted"
+	[ "$ev" -gt 0 ] || afs_fail "$mode: the cache never evicted"
 	afs_umount
 done
