@@ -13,10 +13,12 @@
  *                replied is checked against the file
  *   changer      rewrites ranges with the bytes they hold and reports them
  *                (afs_fcache_changed(), as a WRITE does), takes new
- *                metadata (afs_fcache_touched()), and makes the identity
- *                see a change behind the mount (afs_fcache_revalidate()
- *                with another mtime, then the real one): pages dropped
- *                under the readers
+ *                metadata (afs_fcache_touched()), finds the files again by
+ *                their keys and drops the reference (afs_fcache_lookup(),
+ *                afs_fcache_put(), as an open and a release), and makes the
+ *                identity see a change behind the mount
+ *                (afs_fcache_revalidate() with another mtime, then the real
+ *                one): pages dropped under the readers
  *   tuner        ra_engine_tune() of the cap, the context rule and the
  *                stream table; advice on the files (willneed, dontneed
  *                included)
@@ -210,7 +212,7 @@ static void *changer_main(void *arg)
 		size_t len = (size_t)(1 + (r >> 32) % sizeof(buf));
 		struct stat st;
 
-		switch ((r >> 56) % 4) {
+		switch ((r >> 56) % 5) {
 		case 0:
 		case 1: /* a WRITE of the bytes the file holds */
 			for (size_t i = 0; i < len; i++)
@@ -225,6 +227,25 @@ static void *changer_main(void *arg)
 		case 2: /* metadata through the mount */
 			afs_fcache_touched(s->fc[f], s->fd[f]);
 			break;
+		case 3: { /* an open: the file found again by its key */
+			struct afs_fcache *again;
+			struct afs_file_key key;
+
+			if (fstat(s->fd[f], &st)) {
+				soak_fail(s, "fstat: %s", strerror(errno));
+				return NULL;
+			}
+			key = (struct afs_file_key){.dev = st.st_dev,
+						    .ino = st.st_ino};
+			if (afs_fcache_lookup(s->a, &key, &st, &again) ||
+			    again != s->fc[f]) {
+				soak_fail(s, "lookup of file %d: another state",
+					  f);
+				return NULL;
+			}
+			afs_fcache_put(again);
+			break;
+		}
 		default: /* a change behind the mount, then the real one */
 			if (fstat(s->fd[f], &st)) {
 				soak_fail(s, "fstat: %s", strerror(errno));
