@@ -8,7 +8,10 @@
 #      rename, unlink, mkdir, links, chmod, user.* attributes,
 #      user.aheadfs.* stats, map and advice, the tunables (the owner may
 #      set them), aheadfs-stat; every byte read through the mount equals
-#      the backing's; root is refused (no allow_other).
+#      the backing's; root is refused (no allow_other).  With
+#      write_mode=writeback, the documented case: a partial-page write
+#      through a write-only open of a file the daemon may not read fails
+#      with EBADF, a whole page is written, a readable file takes both.
 #   2. With allow_other (user_allow_other is added to /etc/fuse.conf for
 #      the mount and the file restored, also on failure): the mount has
 #      default_permissions, and a second user may do exactly what the
@@ -186,6 +189,44 @@ afs_umount
 [ "$(cat "$S/w2")" = "new write-only file" ] || afs_fail "w2: $(cat "$S/w2")"
 [ "$(stat -c '%a %U' "$S/w2")" = "200 $AFS_USER" ] || afs_fail "w2: $(stat -c '%a %U' "$S/w2")"
 
+# --- 1b. write_mode=writeback: the documented write-only case ---------
+# (docs/tuning.md) The kernel reads a page back before it writes part of
+# it; a file the daemon may not read is served without a cache, so a
+# partial-page write to it fails with EBADF at once, and a whole page is
+# written.  A readable file takes both.
+printf 'readable file\n' >"$S/wbr"
+printf 'only written\n' >"$S/wbw"
+chmod 0644 "$S/wbr"
+chmod 0200 "$S/wbw"
+chown "$AFS_USER:" "$S/wbr" "$S/wbw"
+afs_mount -o write_mode=writeback
+wb_py='
+import errno, os, sys
+M = sys.argv[1]
+for f in ("wbr", "wbw"):
+    for what, off, data in (("partial", 5, b"ABC"), ("page", 4096, b"P" * 4096)):
+        try:
+            fd = os.open(M + "/" + f, os.O_WRONLY)
+            try:
+                os.pwrite(fd, data, off)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            print(f, what, "ok")
+        except OSError as e:
+            print(f, what, errno.errorcode[e.errno])
+'
+got=$(afs_as_user python3 -c "$wb_py" "$AFS_MNT" | tr '\n' ' ')
+[ "$got" = "wbr partial ok wbr page ok wbw partial EBADF wbw page ok " ] ||
+	afs_fail "writeback write-only opens: $got"
+afs_umount
+[ "$(head -c 14 "$S/wbr")" = "readaABC file" ] || afs_fail "wbr: $(head -c 14 "$S/wbr")"
+[ "$(head -c 13 "$S/wbw")" = "only written" ] || afs_fail "wbw: $(head -c 13 "$S/wbw")"
+for f in wbr wbw; do
+	[ "$(tail -c 4096 "$S/$f" | tr -d P | wc -c)" = 0 ] ||
+		afs_fail "$f: the page written at 4096 is not there"
+done
+
 # --- 2. allow_other: another user ------------------------------------
 conf=/etc/fuse.conf
 if [ -e "$conf" ]; then
@@ -229,5 +270,5 @@ grep -q "every user of the mount acts with the rights of the daemon's owner" \
 	afs_fail "the warning's case did not happen (the test cannot see it)"
 for i in 1 0; do
 	AFS_MNT=${_afs_fuse_mnts[$i]} AFS_PID=${_afs_pids[$i]} \
-		AFS_LOG=$AFS_WORK/daemon.$((i + 2)).log afs_umount
+		AFS_LOG=$AFS_WORK/daemon.$((i + 3)).log afs_umount
 done
