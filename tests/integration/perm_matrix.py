@@ -71,6 +71,7 @@ def statv(p, follow=True):
 
 
 def ops_on(root):
+    """The operations on one twin, in order; ROOT's parent is writable."""
     o = []
     for f in FILES:
         p = root + "/" + f
@@ -85,6 +86,18 @@ def ops_on(root):
                lambda p=p: os.removexattr(p, "user.new")),
               ("chmod " + f, lambda p=p: os.chmod(p, 0o666)),
               ("truncate " + f, lambda p=p: os.truncate(p, 100))]
+    # Out of the file's directory into the mount's root (writable to all):
+    # a hard link (the kernel's protected_hardlinks rule) and a rename,
+    # each undone where it worked.
+    top = os.path.dirname(root)
+    tag = os.path.basename(root)
+    for f in FILES:
+        if f.startswith("out_"):
+            continue
+        p, q = root + "/" + f, "%s/%s-%s" % (top, tag, f.replace("/", "_"))
+        o += [("link " + f, lambda p=p, q=q: (os.link(p, q), os.unlink(q))),
+              ("rename out " + f,
+               lambda p=p, q=q: (os.rename(p, q), os.rename(q, p)))]
     for lnk in LINKS:
         p = root + "/" + lnk
         o += [("lstat " + lnk, lambda p=p: statv(p, False)),
