@@ -4,10 +4,10 @@
 # tree of the backing and on its twin through the mount, and the outcomes
 # must be equal):
 #   - the user reads, writes, truncates, chmods, lists, stats, creates,
-#     renames and unlinks exactly what the backing lets them (files 0644,
-#     0600, 0602, the user's own, group-readable through a supplementary
-#     group; directories 0700, 0711, 0744), and gets, sets, lists and
-#     removes user.* attributes exactly as there;
+#     renames, hard-links and unlinks exactly what the backing lets them
+#     (files 0644, 0600, 0602, the user's own, group-readable through a
+#     supplementary group; directories 0700, 0711, 0744), and gets, sets,
+#     lists and removes user.* attributes exactly as there;
 #   - user.aheadfs.* on each file answers what a user.* name on the backing
 #     answers for the permission: a file the user may not read gives EACCES
 #     for stats and map (no figure leaks, though root read it through the
