@@ -287,6 +287,7 @@ static int run(struct afs_opts *o)
 	struct fuse_session *se;
 	struct afs_ahead_config cfg;
 	char err[AFS_ERRLEN];
+	const char *warning;
 	struct afs_fs fs;
 	int rc, status = 1;
 
@@ -306,9 +307,9 @@ static int run(struct afs_opts *o)
 			strerror(-rc));
 		return 1;
 	}
-	if (afs_opts_permission_warning(o, geteuid()))
-		afs_log(LOG_WARNING, "%s",
-			afs_opts_permission_warning(o, geteuid()));
+	warning = afs_opts_permission_warning(o, geteuid());
+	if (warning)
+		afs_log(LOG_WARNING, "%s", warning);
 	rc = afs_opts_fuse_args(o, &args);
 	if (rc) {
 		afs_log(LOG_ERR, "out of memory");
