@@ -132,8 +132,8 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 	fs->opts = o;
 	fs->as_root = geteuid() == 0;
 	/* The kernel checks permissions (and POSIX ACLs) unless refused;
-	 * as root with allow_other, default_permissions is also a mount
-	 * option (afs_opts_fuse_args()). */
+	 * with allow_other, default_permissions is also a mount option
+	 * (afs_opts_fuse_args()). */
 	fs->default_permissions = !o->no_default_permissions;
 	fs->attr_timeout = o->attr_timeout;
 	fs->entry_timeout = afs_opts_entry_timeout(o);
@@ -287,6 +287,7 @@ static int run(struct afs_opts *o)
 	struct fuse_session *se;
 	struct afs_ahead_config cfg;
 	char err[AFS_ERRLEN];
+	const char *warning;
 	struct afs_fs fs;
 	int rc, status = 1;
 
@@ -306,7 +307,10 @@ static int run(struct afs_opts *o)
 			strerror(-rc));
 		return 1;
 	}
-	rc = afs_opts_fuse_args(o, geteuid(), &args);
+	warning = afs_opts_permission_warning(o, geteuid());
+	if (warning)
+		afs_log(LOG_WARNING, "%s", warning);
+	rc = afs_opts_fuse_args(o, &args);
 	if (rc) {
 		afs_log(LOG_ERR, "out of memory");
 		goto out_fs;

@@ -70,7 +70,11 @@ static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
 		rc = afs_req_creds_enter(req, &c, false);
 		if (rc)
 			return rc;
-		if (access(proc, op == X_GET ? R_OK : W_OK))
+		/* AT_EACCESS: as the caller's fsuid, fsgid and groups.
+		 * access() would check as the real uid, root's, and let
+		 * everyone read any file's stats and advise any file. */
+		if (faccessat(AT_FDCWD, proc, op == X_GET ? R_OK : W_OK,
+			      AT_EACCESS))
 			rc = -errno;
 		afs_creds_leave(&c);
 		if (rc)

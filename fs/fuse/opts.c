@@ -72,7 +72,7 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "seconds the kernel may cache names (default 1, or 0 with"
 	 " no_default_permissions)"},
 	{"default_permissions", OPT_SET, false, F(default_permissions), 0, 0,
-	 "the kernel checks permissions (default as root with allow_other)"},
+	 "the kernel checks permissions (default with allow_other)"},
 	{"no_default_permissions", OPT_SET, false, F(no_default_permissions), 0,
 	 0, "refuse default_permissions (the backing checks, per user)"},
 	{"debug", OPT_SET, false, F(debug), 0, 0,
@@ -555,16 +555,24 @@ int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
-bool afs_opts_default_permissions(const struct afs_opts *o, unsigned euid)
+bool afs_opts_default_permissions(const struct afs_opts *o)
 {
 	if (o->no_default_permissions)
 		return false;
 	return o->default_permissions || o->opens == AFS_OPENS_NONE ||
-	       (euid == 0 && o->allow_other);
+	       o->allow_other;
 }
 
-int afs_opts_fuse_args(const struct afs_opts *o, unsigned euid,
-		       struct fuse_args *args)
+const char *afs_opts_permission_warning(const struct afs_opts *o, unsigned euid)
+{
+	if (euid == 0 || !o->allow_other || !o->no_default_permissions)
+		return NULL;
+	return "no_default_permissions with allow_other on a daemon that is "
+	       "not root: nothing checks permissions, and every user of the "
+	       "mount acts with the rights of the daemon's owner";
+}
+
+int afs_opts_fuse_args(const struct afs_opts *o, struct fuse_args *args)
 {
 	char *list = NULL, *fsname = NULL;
 	int rc = -ENOMEM;
@@ -575,7 +583,7 @@ int afs_opts_fuse_args(const struct afs_opts *o, unsigned euid,
 	for (size_t i = 0; i < o->n_mount_opts; i++)
 		if (fuse_opt_add_opt_escaped(&list, o->mount_opts[i]))
 			goto out_free;
-	if (afs_opts_default_permissions(o, euid) &&
+	if (afs_opts_default_permissions(o) &&
 	    fuse_opt_add_opt(&list, "default_permissions"))
 		goto out_free;
 	if (!o->has_fsname) {

@@ -118,25 +118,38 @@ int afs_opts_check(struct afs_opts *o, char *err, size_t errlen);
 
 /**
  * afs_opts_fuse_args() - Build the fuse_session_new() arguments: the mount
- * options, default_permissions where it is due (root with allow_other,
- * unless no_default_permissions), fsname=SOURCE and subtype=aheadfs unless
- * given, and debug.
- * @euid: The daemon's effective uid (a parameter so tests can vary it).
+ * options, default_permissions where it is due (afs_opts_default_permissions()),
+ * fsname=SOURCE and subtype=aheadfs unless given, and debug.
  *
  * Context: Allocates; after afs_opts_check().
  * Return: 0 or -ENOMEM (@args is then freed).
  */
-int afs_opts_fuse_args(const struct afs_opts *o, unsigned euid,
-		       struct fuse_args *args);
+int afs_opts_fuse_args(const struct afs_opts *o, struct fuse_args *args);
 
 /**
- * afs_opts_default_permissions() - Whether the kernel checks permissions.
+ * afs_opts_default_permissions() - Whether default_permissions is passed to
+ * the mount: the kernel then checks every user's access itself.
+ *
+ * Whatever user the daemon runs as: a daemon that is not root cannot act
+ * as its callers, so with allow_other and nothing checking, every user of
+ * the mount would act with the daemon owner's rights.
+ * Context: Pure.
+ * Return: true when default_permissions is given, or allow_other is and
+ * no_default_permissions is not.
+ */
+bool afs_opts_default_permissions(const struct afs_opts *o);
+
+/**
+ * afs_opts_permission_warning() - The warning a daemon run as @euid with
+ * these options must print, or NULL: allow_other and
+ * no_default_permissions on a daemon that is not root (other users then
+ * act with its owner's rights).
+ * @euid: The daemon's effective uid (a parameter so tests can vary it).
  *
  * Context: Pure.
- * Return: true when default_permissions is given, or the daemon runs as
- * root with allow_other and no_default_permissions is not given.
  */
-bool afs_opts_default_permissions(const struct afs_opts *o, unsigned euid);
+const char *afs_opts_permission_warning(const struct afs_opts *o,
+					unsigned euid);
 
 /**
  * afs_opts_entry_timeout() - Seconds the kernel may cache names: as given,

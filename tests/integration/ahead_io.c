@@ -1,8 +1,9 @@
 /* ahead_io.c - read workloads for the cache tests, every byte checked.
  *
- * Files hold a seeded pattern: the 8-byte little-endian word at byte offset
- * 8*w is mix(w ^ seed), so any byte of any file can be checked without a
- * copy of the file, and a stale page (another seed, another offset) is seen.
+ * Files hold a seeded pattern (pattern.h): the 8-byte little-endian word at
+ * byte offset 8*w is mix(w ^ seed), so any byte of any file can be checked
+ * without a copy of the file, and a stale page (another seed, another
+ * offset) is seen.
  *
  * Usage: afs_ahead_io COMMAND ARGS...
  *   fill FILE SIZE SEED          create/truncate FILE and write SIZE bytes
@@ -59,38 +60,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pattern.h"
+
 #define PAGE ((uint64_t)4096)
 
 static uint64_t seed;
 
-static uint64_t mix(uint64_t x)
-{
-	/* splitmix64 finalizer */
-	x += 0x9E3779B97F4A7C15ULL;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-	return x ^ (x >> 31);
-}
-
-static uint8_t pattern_byte(uint64_t off)
-{
-	return (uint8_t)(mix((off / 8) ^ seed) >> (8 * (off % 8)));
-}
-
 static void pattern(uint8_t *buf, uint64_t off, size_t len)
 {
-	size_t i = 0;
-
-	for (; i < len && (off + i) % 8; i++)
-		buf[i] = pattern_byte(off + i);
-	for (; i + 8 <= len; i += 8) {
-		uint64_t v = mix(((off + i) / 8) ^ seed);
-
-		for (int b = 0; b < 8; b++)
-			buf[i + b] = (uint8_t)(v >> (8 * b));
-	}
-	for (; i < len; i++)
-		buf[i] = pattern_byte(off + i);
+	afs_pattern(buf, seed, off, len);
 }
 
 /* 0 if @buf holds the pattern of [@off, @off + @len); else prints where. */

@@ -38,6 +38,13 @@
 #                            and AFS_UBIN: a copy of the afs_* helpers that
 #                            the user can run wherever the build dir lives
 #   afs_as_user CMD...       run CMD as that user with its groups
+#   afs_test_other           a second unprivileged user (afs-test-other,
+#                            supplementary group afs-test-g2 only); sets
+#                            AFS_OTHER, AFS_OTHER_UID, AFS_OTHER_GID
+#   afs_as_other CMD...      run CMD as that second user
+#   afs_at_exit CMD          run CMD (a string, eval'd) in the EXIT trap
+#                            after the mounts are gone, also on failure;
+#                            the last registered first
 #   afs_drop_caches          sync, then drop the page cache and the dentries
 #                            and inodes: the kernel FORGETs what it can
 #   afs_daemon_fds           number of fds the daemon ($AFS_PID) holds
@@ -48,6 +55,10 @@
 #   afs_is_mounted PATH      PATH is a mount point (read from mountinfo,
 #                            without touching the file system behind it)
 #   afs_fail MSG...          print "FAIL: MSG" and exit 1
+#
+# AFS_DAEMON_AS_USER=1 makes afs_mount start the daemon as the test user
+# (afs_test_user first; the test grants it /dev/fuse and the mount point),
+# and stat the new mount as that user.
 #
 # Several mounts in one test: set AFS_SRC/AFS_MNT before afs_mount; each
 # afs_mount's daemon is remembered and cleaned up.  Tests may run in parallel
@@ -176,11 +187,14 @@ _afs_show_log()
 
 afs_mount()
 {
-	local log waited=0
+	local log waited=0 as=()
 	_afs_nmount=$((_afs_nmount + 1))
 	log=$AFS_WORK/daemon.$_afs_nmount.log
-	env --default-signal=INT,QUIT "$AHEADFS" -f "$@" "$AFS_SRC" "$AFS_MNT" \
-		>"$log" 2>&1 &
+	# Not afs_as_user: the daemon keeps the environment (ASAN_OPTIONS).
+	[ -z "${AFS_DAEMON_AS_USER:-}" ] || as=(setpriv --reuid="$AFS_UID" \
+		--regid="$AFS_GID" --init-groups --)
+	env --default-signal=INT,QUIT "${as[@]}" "$AHEADFS" -f "$@" "$AFS_SRC" \
+		"$AFS_MNT" >"$log" 2>&1 &
 	AFS_PID=$!
 	AFS_LOG=$log
 	_afs_pids+=("$AFS_PID")
@@ -203,7 +217,7 @@ afs_mount()
 	done
 	# The mount exists before the daemon serves requests; one stat waits
 	# for the session loop.
-	stat "$AFS_MNT" >/dev/null || {
+	"${as[@]}" stat "$AFS_MNT" >/dev/null || {
 		_afs_show_log "$log"
 		afs_fail "stat $AFS_MNT failed right after mounting"
 	}
@@ -381,6 +395,33 @@ afs_as_user()
 		--reset-env -- "$@"
 }
 
+AFS_OTHER=afs-test-other
+afs_test_other()
+{
+	afs_test_user
+	(
+		flock 9
+		id "$AFS_OTHER" >/dev/null 2>&1 ||
+			useradd --no-create-home --home-dir /nonexistent \
+				--shell /usr/sbin/nologin --user-group \
+				--groups afs-test-g2 "$AFS_OTHER"
+	) 9>/run/lock/afs-test-user.lock || afs_fail "cannot create $AFS_OTHER"
+	AFS_OTHER_UID=$(id -u "$AFS_OTHER")
+	AFS_OTHER_GID=$(id -g "$AFS_OTHER")
+}
+
+afs_as_other()
+{
+	setpriv --reuid="$AFS_OTHER_UID" --regid="$AFS_OTHER_GID" \
+		--init-groups --reset-env -- "$@"
+}
+
+_afs_exit_cmds=()
+afs_at_exit()
+{
+	_afs_exit_cmds=("$1" "${_afs_exit_cmds[@]}")
+}
+
 _afs_cleanup()
 {
 	local rc=$? i pid m deadline sig
@@ -414,6 +455,9 @@ _afs_cleanup()
 	done
 	for m in "${_afs_loopdevs[@]}"; do
 		losetup -d "$m"
+	done
+	for m in "${_afs_exit_cmds[@]}"; do
+		eval "$m" || { [ "$rc" -ne 0 ] || rc=1; }
 	done
 	if awk -v w="$AFS_WORK/" 'index($5, w) == 1 { f = 1 } END { exit !f }' \
 		/proc/self/mountinfo; then

@@ -485,7 +485,7 @@ static void test_fuse_args(void **state)
 
 	assert_int_equal(parse(f, "-o", "allow_other,noatime", "s", "m", NULL),
 			 0);
-	assert_int_equal(afs_opts_fuse_args(&f->o, 0, &a), 0);
+	assert_int_equal(afs_opts_fuse_args(&f->o, &a), 0);
 	assert_string_equal(a.argv[0], "aheadfs");
 	assert_true(args_have(&a, "default_permissions"));
 	assert_true(args_have(&a, "allow_other"));
@@ -493,10 +493,32 @@ static void test_fuse_args(void **state)
 	assert_true(args_have(&a, "fsname=s"));
 	assert_true(args_have(&a, "subtype=aheadfs"));
 	fuse_opt_free_args(&a);
+	/* allow_other turns it on whoever runs the daemon; no warning */
+	assert_true(afs_opts_default_permissions(&f->o));
+	assert_null(afs_opts_permission_warning(&f->o, 0));
+	assert_null(afs_opts_permission_warning(&f->o, 1000));
+}
 
-	/* not root: no forced default_permissions */
-	assert_int_equal(afs_opts_fuse_args(&f->o, 1000, &a), 0);
+/* Without allow_other only the mount's owner (and root) reach the mount:
+ * default_permissions only when asked for. */
+static void test_default_permissions_without_allow_other(void **state)
+{
+	struct fixture *f = *state;
+	struct fuse_args a;
+
+	assert_int_equal(parse(f, "s", "m", NULL), 0);
+	assert_false(afs_opts_default_permissions(&f->o));
+	assert_int_equal(afs_opts_fuse_args(&f->o, &a), 0);
 	assert_false(args_have(&a, "default_permissions"));
+	fuse_opt_free_args(&a);
+
+	afs_opts_free(&f->o);
+	afs_opts_init(&f->o);
+	assert_int_equal(parse(f, "-o", "default_permissions", "s", "m", NULL),
+			 0);
+	assert_true(afs_opts_default_permissions(&f->o));
+	assert_int_equal(afs_opts_fuse_args(&f->o, &a), 0);
+	assert_true(args_have(&a, "default_permissions"));
 	fuse_opt_free_args(&a);
 }
 
@@ -508,12 +530,17 @@ static void test_default_permissions_refused(void **state)
 	assert_int_equal(parse(f, "-o", "allow_other,no_default_permissions",
 			       "s", "m", NULL),
 			 0);
-	assert_false(afs_opts_default_permissions(&f->o, 0));
+	assert_false(afs_opts_default_permissions(&f->o));
 	/* names are looked up again, as the caller, every time */
 	assert_true(afs_opts_entry_timeout(&f->o) == 0);
-	assert_int_equal(afs_opts_fuse_args(&f->o, 0, &a), 0);
+	assert_int_equal(afs_opts_fuse_args(&f->o, &a), 0);
 	assert_false(args_have(&a, "default_permissions"));
 	fuse_opt_free_args(&a);
+	/* root acts as each caller: no warning; a user's daemon cannot */
+	assert_null(afs_opts_permission_warning(&f->o, 0));
+	assert_non_null(afs_opts_permission_warning(&f->o, 1000));
+	assert_non_null(strstr(afs_opts_permission_warning(&f->o, 1000),
+			       "rights of the daemon's owner"));
 }
 
 static void test_fsname_escaped(void **state)
@@ -523,7 +550,7 @@ static void test_fsname_escaped(void **state)
 
 	assert_int_equal(parse(f, "s", "m", NULL), 0);
 	f->o.source_real = strdup("/data/a,b");
-	assert_int_equal(afs_opts_fuse_args(&f->o, 0, &a), 0);
+	assert_int_equal(afs_opts_fuse_args(&f->o, &a), 0);
 	assert_true(args_have(&a, "fsname=/data/a\\,b"));
 	fuse_opt_free_args(&a);
 }
@@ -560,6 +587,7 @@ int main(void)
 		T(test_check_wrong_fuse_device),
 		T(test_fuse_args),
 		T(test_default_permissions_refused),
+		T(test_default_permissions_without_allow_other),
 		T(test_fsname_escaped),
 	};
 
