@@ -319,7 +319,7 @@ static void test_opens_none(void **state)
 
 	assert_int_equal(parse(f, "-o", "opens=none", "s", "m", NULL), 0);
 	assert_int_equal(f->o.opens, AFS_OPENS_NONE);
-	assert_true(afs_opts_default_permissions(&f->o, 1000));
+	assert_true(afs_opts_default_permissions(&f->o));
 	afs_opts_free(&f->o);
 	afs_opts_init(&f->o);
 	assert_int_equal(parse(f, "-o", "opens=message", "s", "m", NULL), 0);
