@@ -29,6 +29,17 @@
 
 #include "stream.h"
 
+/* The cap of @slot's stream (t->max for none), and never above p->max:
+ * the caller's cap for this decision (ra.c: the reader's consumption rate
+ * may lower it below the file's). */
+static uint64_t stream_max(const struct ra_stream_table *t, int slot,
+			   const struct ra_params *p)
+{
+	uint64_t cap = ra_stream_cap(t, slot);
+
+	return cap < p->max ? cap : p->max;
+}
+
 static uint64_t u64_min(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
@@ -194,7 +205,7 @@ static void stream_sync(struct ra_state *st, struct ra_stream_table *t,
 			uint64_t req, struct ra_decision *d)
 {
 	struct ra_stream *s = &t->s[slot];
-	uint64_t max = ra_stream_cap(t, slot);
+	uint64_t max = stream_max(t, slot, p);
 	uint64_t end = s->start + s->size;
 	uint64_t start, size;
 
@@ -283,7 +294,7 @@ static void decide_sync(struct ra_state *st, struct ra_stream_table *t,
 		return;
 	}
 	/* 2: the per-handle rules, exactly; a window they open is a stream. */
-	sync_rules(st, p, v, index, req, ra_stream_cap(t, slot), d);
+	sync_rules(st, p, v, index, req, stream_max(t, slot, p), d);
 	if (d->kind != RA_KIND_RANDOM) {
 		stream_record(t, slot, d);
 		return;
@@ -329,7 +340,7 @@ static void decide_async(struct ra_state *st, struct ra_stream_table *t,
 		/* The stream's own mark: its window was used in time. */
 		s = &t->s[slot];
 		ra_stream_clean_window(t, slot);
-		max = ra_stream_cap(t, slot);
+		max = stream_max(t, slot, p);
 		size = ra_next_size(s->size, max);
 		decision_set(p, d, RA_KIND_STREAM_ASYNC, s->start + s->size,
 			     size, size);
@@ -339,7 +350,7 @@ static void decide_async(struct ra_state *st, struct ra_stream_table *t,
 		return;
 	}
 	slot = ra_stream_match(t, index, req);
-	async_rules(st, p, v, index, req, ra_stream_cap(t, slot), d);
+	async_rules(st, p, v, index, req, stream_max(t, slot, p), d);
 	if (d->kind != RA_KIND_ASYNC_GIVEUP)
 		stream_record(t, slot, d);
 }

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "cache/cache.h"
@@ -421,6 +422,7 @@ void ra_state_init(struct ra_state *st)
 	st->start = 0;
 	st->size = 0;
 	st->async_size = 0;
+	st->mark_index = st->mark_ns = st->rate = 0;
 	__atomic_store_n(&st->prev_index, RA_PREV_NONE, __ATOMIC_RELAXED);
 }
 
@@ -477,6 +479,56 @@ static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
  * Decide for handle @st of @f.  Locks: st->lock, then f->lock, then the RCU
  * read lock for the hole scans; all dropped on return.
  */
+/* Windows sized to what the reader consumes: a window need cover only
+ * RA_RATE_HORIZON_MS of its reading (the next one is started as the reader
+ * enters it), so a slow reader -- one of many paced streams -- holds far
+ * less memory and leaves far less unread at its end than a window at the
+ * cap would.  Fast readers are not held back: their rate times the horizon
+ * is far above the cap. */
+#define RA_RATE_HORIZON_MS 1000
+#define RA_RATE_MIN_PAGES 64
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A mark was reached at @index: update @st's rate (pages a second, from
+ * the pages since the previous mark and the time it took; averaged, new
+ * samples weighing a quarter) and return the cap it allows, at most @max.
+ * A mark behind the previous one or too far ahead (another stream on a
+ * shared state) restarts the measurement.  st->lock held.
+ */
+static uint64_t rate_max(struct ra_state *st, uint64_t index, uint64_t max)
+{
+	uint64_t now = now_ns(), cap;
+
+	if (st->mark_ns && index > st->mark_index &&
+	    index - st->mark_index <= 4 * max && now > st->mark_ns) {
+		double rate = (double)(index - st->mark_index) * 1e9 /
+			      (double)(now - st->mark_ns);
+
+		if (rate > 1e12)
+			rate = 1e12;
+		st->rate = st->rate ? (3 * st->rate + (uint64_t)rate) / 4
+				    : (uint64_t)rate;
+	} else if (st->mark_ns) {
+		st->rate = 0;
+	}
+	st->mark_index = index;
+	st->mark_ns = now;
+	if (!st->rate)
+		return max;
+	cap = st->rate * RA_RATE_HORIZON_MS / 1000;
+	if (cap < RA_RATE_MIN_PAGES)
+		cap = RA_RATE_MIN_PAGES;
+	return cap < max ? cap : max;
+}
+
 static void decide(struct ra_file *f, struct ra_state *st, bool async,
 		   uint64_t index, uint64_t nr, struct ra_decision *d)
 {
@@ -502,7 +554,15 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 					TUNE_CONTEXT_SHIFT);
 	table = tune & TUNE_NO_TABLE ? NULL : &f->table;
 	feedback_locked(f, index, thrash);
-	p.max = f->max;
+	if (async) {
+		p.max = rate_max(st, index, f->max);
+	} else {
+		/* A window opens here: its first mark's rate counts from
+		 * now, so the second window is already sized to it. */
+		p.max = f->max;
+		st->mark_index = index;
+		st->mark_ns = now_ns();
+	}
 	p.no_readahead = f->advice == RA_ADVICE_RANDOM;
 	rcu_read_lock();
 	if (async)

@@ -206,6 +206,9 @@ struct ra_state {
 	pthread_mutex_t lock;
 	uint64_t start, size, async_size; /* under lock */
 	uint64_t prev_index; /* __atomic */
+	/* The reader's consumption rate (ra.c rate_max()), under lock: the
+	 * page and time of the last mark it reached, pages a second. */
+	uint64_t mark_index, mark_ns, rate;
 };
 
 /* A stream's state in the stats (free slots are not listed).  Names:

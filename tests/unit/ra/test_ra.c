@@ -544,6 +544,13 @@ static void test_thrash_in_a_small_cache(void **state)
 	assert_true(fs.streams[0].cap < 256);
 }
 
+static int setup_rate(void **state)
+{
+	struct ra_config rc = {.max_bytes = 4 << 20, .workers = 2};
+
+	return setup_with(state, 40 << 20, &rc, 128 << 20);
+}
+
 static int setup_floor(void **state)
 {
 	struct ra_config rc = {.auto_floor_bytes = 4 << 20};
@@ -566,6 +573,41 @@ static void test_auto_floor(void **state)
 		0);
 	ra_file_stats(fx->f, &fs);
 	assert_int_equal(fs.max_window, 256);
+}
+
+/* A paced reader's windows follow its rate: 64 pages every 100 ms (640
+ * pages a second) needs windows of about a second of it, not the 1024-page
+ * cap an unpaced reader of the same file gets (windows may be larger than
+ * the rate says only by the request and rounding; a slower machine only
+ * lowers the rate). */
+static void test_windows_follow_the_rate(void **state)
+{
+	struct fixture *fx = *state;
+	struct ra_state slow, fast;
+	uint64_t largest = 0;
+
+	ra_state_init(&slow);
+	for (uint64_t i = 0; i < 1600; i += 64) {
+		assert_int_equal(read_pages(fx, &slow, i, 64), 64);
+		if (i >= 640 && slow.size > largest)
+			largest = slow.size;
+		usleep(100 * 1000);
+	}
+	ra_state_destroy(&slow);
+	assert_true(largest > 0);
+	if (largest > 768)
+		fail_msg("a reader at 640 pages/s got a %llu-page window",
+			 (unsigned long long)largest);
+	settle(fx);
+	ra_state_init(&fast);
+	largest = 0;
+	for (uint64_t i = 2048; i < 8192; i += 64) {
+		assert_int_equal(read_pages(fx, &fast, i, 64), 64);
+		if (fast.size > largest)
+			largest = fast.size;
+	}
+	ra_state_destroy(&fast);
+	assert_int_equal(largest, 1024);
 }
 
 static void test_config_checked(void **state)
@@ -681,6 +723,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_striped_windows,
 						setup_striped, teardown),
 		cmocka_unit_test(test_config_checked),
+		cmocka_unit_test_setup_teardown(test_windows_follow_the_rate,
+						setup_rate, teardown),
 		cmocka_unit_test_setup_teardown(test_auto_floor, setup_floor,
 						teardown),
 	};
