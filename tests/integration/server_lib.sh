@@ -23,8 +23,7 @@
 #                            fails if NAME exits first or after AFS_WAIT_S
 #   srv_assert_readahead JSON WHAT  the stats assertion of these tests: of
 #                            all readahead decisions (the 13 kinds of
-#                            readahead.decisions), async ones >= 60 % (the
-#                            target, 80 %, is reported when missed) and
+#                            readahead.decisions), async ones >= 80 % and
 #                            random ones <= 5 %, and a window at the cap
 #                            (an active stream's size = max_window_pages)
 
@@ -159,20 +158,12 @@ print("%s: %d decisions: async %.1f %%, random %.1f %%" % (sys.argv[2], n,
       100.0 * r["async"] / max(n, 1), 100.0 * r["random"] / max(n, 1)))' \
 		"$js" "$what"
 	ac_assert "$js" "$all > 0" "$what: no readahead decisions at all"
-	# The target is async >= 80 % of the decisions (the server pools are
-	# what aheadfs is for).  Measured on this code: nfs-ganesha 83-98 %,
-	# smbd 65-82 % (context misses and another reader's marks), so CI
-	# holds the floor below which something broke (60 %) and says when a
-	# run misses the target; the readahead work for these pools owns the
-	# rest.
-	ac_assert "$js" "g('readahead.async') >= 0.60 * $all" \
-		"$what: async readahead below 60 % of the decisions"
-	python3 -c 'import json, sys
-r = json.loads(sys.argv[1])["readahead"]
-n = max(sum(r["decisions"].values()), 1)
-if r["async"] < 0.80 * n:
-    print("%s: below the 80 %% target: async %.1f %%" % (sys.argv[2],
-          100.0 * r["async"] / n))' "$js" "$what"
+	# The target: async >= 80 % of the decisions (the server pools are
+	# what aheadfs is for).  Measured: nfs-ganesha 93-98 % (256 MiB), smbd
+	# 82-93 % over 384 MiB (7 runs; on 256 MiB 81-90 %: the readers' first
+	# misses weigh more in fewer decisions).
+	ac_assert "$js" "g('readahead.async') >= 0.80 * $all" \
+		"$what: async readahead below 80 % of the decisions"
 	ac_assert "$js" "g('readahead.random') <= 0.05 * $all" \
 		"$what: random decisions above 5 %"
 	ac_assert "$js" "any(s['state'] == 'active' and s['size'] >= g('readahead.max_window_pages') for s in g('streams'))" \

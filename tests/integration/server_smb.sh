@@ -20,9 +20,9 @@ SMBD=$(command -v smbd || echo /usr/sbin/smbd)
 command -v smbclient >/dev/null || afs_fail "smbclient missing"
 
 readers=4
-size=$((256 << 20))
+size=$((384 << 20))
 # allow_other: smbd reads as the guest account.
-ac_mount_ext4 320 allow_other
+ac_mount_ext4 448 allow_other
 head -c "$size" /dev/urandom >"$AFS_SRC/big"
 chmod 0644 "$AFS_SRC/big"
 want=$(sha256sum <"$AFS_SRC/big" | cut -d' ' -f1)
