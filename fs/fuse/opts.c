@@ -111,6 +111,10 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "backing reads: auto (O_DIRECT where allowed, default), direct, "
 	 "buffered",
 	 0, 0, ra_backing_io_names},
+	{"idle_files", OPT_UINT, true, F(ahead.idle_files), 1,
+	 AFS_IDLE_FILES_MAX,
+	 "files no one uses kept with their cache, oldest dropped first "
+	 "(default " STR(AFS_IDLE_FILES_DEFAULT) ")"},
 	/* kernel / libfuse mount options */
 	{"allow_other", OPT_MOUNT, false, F(allow_other), 0, 0,
 	 "let all users use the mount (root, or user_allow_other)"},

@@ -49,6 +49,8 @@ struct afs_stats_aref {
 	struct timespec started; /* CLOCK_MONOTONIC */
 	time_t started_wall;
 	uint64_t uncached_reads, revalidations;
+	uint64_t idle, idle_max, revived, revived_changed, idle_dropped;
+	struct afs_warm_counters warm;
 };
 
 /** afs_stats_aref() - @a's state.  Context: any. */
