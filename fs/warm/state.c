@@ -25,6 +25,11 @@ static uint64_t checksum(const uint8_t *hdr, const uint8_t *body, size_t n)
 	return fnv1a(fnv1a(FNV_OFFSET, hdr, 32), body, n);
 }
 
+uint64_t afs_warm_checksum(const uint8_t *data, size_t len)
+{
+	return checksum(data, data + AFS_WARM_HDR_LEN, len - AFS_WARM_HDR_LEN);
+}
+
 static void put_le(uint8_t *p, uint64_t v, unsigned int bytes)
 {
 	for (unsigned int i = 0; i < bytes; i++)

@@ -98,6 +98,13 @@ int afs_warm_enc_finish(struct afs_warm_enc *e);
 int afs_warm_parse(const uint8_t *data, size_t len, struct afs_warm_map *out,
 		   char *err, size_t errlen);
 
+/**
+ * afs_warm_checksum() - The checksum field a state file of @len bytes
+ * (@len >= AFS_WARM_HDR_LEN) must carry: the fuzz target patches it in so
+ * that mutations reach the records.  Context: pure.
+ */
+uint64_t afs_warm_checksum(const uint8_t *data, size_t len);
+
 /** afs_warm_map_free() - Free what afs_warm_parse() filled. */
 void afs_warm_map_free(struct afs_warm_map *m);
 
