@@ -132,7 +132,9 @@ refused "writable by others" "owned by uid 0 or writable by others"
 # --- 3. SIGKILL: the last checkpoint is used.
 rm -f "$STATE"
 afs_mount -o "$OPTS"
-"$AC_IO" check "$M/b" 21 64K 1M 2M >/dev/null || afs_fail "read before SIGKILL"
+# The whole file: in kernel mode the kernel's own readahead past a range
+# would read pages a replay of the range may or may not ask for again.
+"$AC_IO" check "$M/b" 21 >/dev/null || afs_fail "read before SIGKILL"
 checkpoint_after
 kill -KILL "$AFS_PID"
 rc=0
@@ -143,10 +145,10 @@ fusermount3 -u "$M" || afs_fail "SIGKILL: fusermount3 -u failed"
 afs_drop_caches
 afs_mount -o "$OPTS"
 root=$(warm_done)
-ac_assert "$root" "g('warm.files') == 1 and g('warm.bytes') >= $((2 << 20)) and g('warm.refused') == 0" \
+ac_assert "$root" "g('warm.files') == 1 and g('warm.bytes') >= $((4 << 20)) and g('warm.refused') == 0" \
 	"the killed daemon's checkpoint was not warmed up"
 reads0=$(ac_get "$root" backing.reads)
-"$AC_IO" check "$M/b" 21 64K 1M 2M >/dev/null || afs_fail "[after SIGKILL] wrong bytes in b"
+"$AC_IO" check "$M/b" 21 >/dev/null || afs_fail "[after SIGKILL] wrong bytes in b"
 ac_assert "$(ac_stats "$M")" "g('backing.reads') == $reads0" \
 	"reads of the checkpoint's ranges reached the backing"
 afs_umount
