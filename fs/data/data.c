@@ -537,7 +537,7 @@ void afs_fcache_put(struct afs_fcache *fc)
 	}
 	/* Park it: no reference is left, so no reader uses raf. */
 	raf = fc->raf;
-	fc->raf = NULL;
+	__atomic_store_n(&fc->raf, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&a->files_lock);
 	ra_file_put(raf); /* its queued windows, its backing fd */
 	pthread_mutex_lock(&a->files_lock);
