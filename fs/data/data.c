@@ -359,7 +359,7 @@ static void fcache_free(struct afs_fcache *fc)
 	free(fc);
 }
 
-static unsigned int idle_max(const struct afs_ahead *a)
+unsigned int afs_ahead_idle_max(const struct afs_ahead *a)
 {
 	return a->cfg.idle_files ? a->cfg.idle_files : AFS_IDLE_FILES_DEFAULT;
 }
@@ -543,12 +543,24 @@ void afs_fcache_put(struct afs_fcache *fc)
 	pthread_mutex_lock(&a->files_lock);
 	if (!fc->refs && !fc->idle) {
 		idle_push_locked(a, fc);
-		victims = idle_trim_locked(a, idle_max(a));
+		victims = idle_trim_locked(a, afs_ahead_idle_max(a));
 	}
 	pthread_mutex_unlock(&a->files_lock);
 	dropped = free_chain(victims);
 	if (dropped)
 		__atomic_add_fetch(&a->idle_dropped, dropped, __ATOMIC_RELAXED);
+}
+
+static void snap_locked(struct afs_fcache *fc, struct afs_file_snap *s)
+{
+	s->key = fc->key;
+	pthread_mutex_lock(&fc->lock);
+	s->size = fc->size;
+	s->mtime = fc->mtime;
+	s->ctime = fc->ctime;
+	pthread_mutex_unlock(&fc->lock);
+	cache_mapping_get(fc->map);
+	s->map = fc->map;
 }
 
 int afs_ahead_files(struct afs_ahead *a, struct afs_file_snap **out, size_t *n)
@@ -563,17 +575,13 @@ int afs_ahead_files(struct afs_ahead *a, struct afs_file_snap **out, size_t *n)
 		pthread_mutex_unlock(&a->files_lock);
 		return -ENOMEM;
 	}
+	/* Files in use first, then the idle ones, most recently used first. */
 	for (size_t b = 0; b < a->nbuckets; b++)
-		for (struct afs_fcache *fc = a->files[b]; fc; fc = fc->next) {
-			s[k].key = fc->key;
-			pthread_mutex_lock(&fc->lock);
-			s[k].size = fc->size;
-			s[k].mtime = fc->mtime;
-			s[k].ctime = fc->ctime;
-			pthread_mutex_unlock(&fc->lock);
-			cache_mapping_get(fc->map);
-			s[k++].map = fc->map;
-		}
+		for (struct afs_fcache *fc = a->files[b]; fc; fc = fc->next)
+			if (!fc->idle)
+				snap_locked(fc, &s[k++]);
+	for (struct afs_fcache *fc = a->idle_head; fc; fc = fc->idle_next)
+		snap_locked(fc, &s[k++]);
 	pthread_mutex_unlock(&a->files_lock);
 	*out = s;
 	*n = k;

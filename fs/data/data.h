@@ -312,6 +312,12 @@ void afs_fcache_get(struct afs_fcache *fc);
 void afs_fcache_put(struct afs_fcache *fc);
 
 /**
+ * afs_ahead_idle_max() - The most idle files kept: cfg.idle_files, or
+ * AFS_IDLE_FILES_DEFAULT.  Context: pure.
+ */
+unsigned int afs_ahead_idle_max(const struct afs_ahead *a);
+
+/**
  * afs_ahead_drop_idle() - Free every idle file now (with its pages).
  * Context: Online thread, outside RCU read-side sections; takes
  * a->files_lock.  afs_ahead_destroy() calls it.
@@ -333,8 +339,9 @@ struct afs_file_snap {
 };
 
 /**
- * afs_ahead_files() - Every file of the table, in use or idle, as
- * snapshots (the warm restart's checkpoint walks their mappings).
+ * afs_ahead_files() - Every file of the table as snapshots (the warm
+ * restart's checkpoint walks their mappings): the files in use first, then
+ * the idle ones from the most recently used.
  * Context: Online thread; takes a->files_lock and each fc->lock under it.
  * Return: 0 and *@out (free() it after putting each map) with *@n entries,
  * or -ENOMEM.

@@ -74,8 +74,7 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 	out->revalidations =
 		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
 	out->idle = __atomic_load_n(&a->nidle, __ATOMIC_RELAXED);
-	out->idle_max =
-		a->cfg.idle_files ? a->cfg.idle_files : AFS_IDLE_FILES_DEFAULT;
+	out->idle_max = afs_ahead_idle_max(a);
 	out->revived = __atomic_load_n(&a->revived, __ATOMIC_RELAXED);
 	out->revived_changed =
 		__atomic_load_n(&a->revived_changed, __ATOMIC_RELAXED);

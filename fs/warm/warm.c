@@ -456,10 +456,17 @@ static void warm_up(struct afs_warm *w)
 	uint64_t t0 = now_ns();
 	size_t i;
 
+	/* The map lists the hottest files first; each warmed file becomes
+	 * an idle one, so no more than the idle limit are warmed (the
+	 * oldest idle would be freed again). */
 	seen = __atomic_load_n(&w->a->demand_misses, __ATOMIC_RELAXED);
-	for (i = 0; i < w->map.nfiles; i++)
+	for (i = 0; i < w->map.nfiles; i++) {
+		if (__atomic_load_n(&w->a->warm.files, __ATOMIC_RELAXED) >=
+		    afs_ahead_idle_max(w->a))
+			break;
 		if (warm_file(w, &w->map.files[i], &seen, rate))
 			break;
+	}
 	w->cfg.log(LOG_INFO,
 		   "warm-up %s after %.1f s: %llu files, %llu MiB read back, "
 		   "%llu skipped, %llu pauses",

@@ -5,8 +5,8 @@
  * thread, and the map loaded at start (freed once the warm-up is done).
  * The file format is state.h's.
  *
- * What is saved: every file of the data path's table (in use or idle,
- * afs_ahead_files()): its identity (backing device, inode number,
+ * What is saved: every file of the data path's table (in use first, then
+ * idle ones from the most recently used, afs_ahead_files()): its identity (backing device, inode number,
  * generation, size, mtime, ctime) and the ranges of pages it has cached,
  * data or history (history: pages the kernel took a copy of in kernel
  * mode).  Saved atomically: written to PATH.tmp (mode 0600, created with
@@ -28,7 +28,9 @@
  * ctime are still the saved ones (else warm.skipped).  Its ranges are read
  * in chunks of at most AFS_WARM_CHUNK through the readahead workers
  * (afs_fcache_warm()), then the file is put: it stays in the table as an
- * idle file (fs/data/data.h) until a LOOKUP finds it by key.  Throttled by
+ * idle file (fs/data/data.h) until a LOOKUP finds it by key; so files are
+ * warmed in the map's order, hottest first, at most the idle limit of them
+ * (afs_ahead_idle_max()).  Throttled by
  * aheadfs itself -- I/O priority classes do nothing under the none
  * scheduler: at most cfg.rate_bytes a second, one chunk in flight, and a
  * pause (warm.pauses) of AFS_WARM_YIELD_MS whenever reads of the mount

@@ -616,6 +616,48 @@ static void test_idle_limit(void **state)
 	afs_ahead_destroy(a);
 }
 
+/* The table as the warm restart's checkpoint sees it: files in use first,
+ * then the idle ones from the most recently used; taking it neither
+ * revives nor reorders them. */
+static void test_files_snapshot(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_fcache *fc[3];
+	struct afs_file_snap *s;
+	size_t n;
+
+	afs_fcache_put(fx->fc); /* nothing cached: freed */
+	fx->fc = NULL;
+	for (int i = 0; i < 3; i++) {
+		struct afs_file_key key = {.dev = 1, .ino = 200 + i};
+		struct cache_page *p;
+		unsigned int got;
+
+		assert_int_equal(
+			afs_fcache_lookup(fx->a, &key, &fx->st, &fc[i]), 0);
+		assert_int_equal(cache_insert_range(fc[i]->map, 0, 1,
+						    CACHE_NO_MARK, 0, &p, &got),
+				 0);
+		cache_page_complete(p, 0);
+	}
+	afs_fcache_put(fc[0]);
+	afs_fcache_put(fc[1]); /* idle: 1 (newest), then 0 */
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(afs_ahead_files(fx->a, &s, &n), 0);
+		assert_int_equal(n, 3);
+		assert_int_equal(s[0].key.ino, 202);
+		assert_int_equal(s[1].key.ino, 201);
+		assert_int_equal(s[2].key.ino, 200);
+		assert_int_equal(s[0].size, fx->st.st_size);
+		for (size_t i = 0; i < n; i++)
+			cache_mapping_put(s[i].map);
+		free(s);
+	}
+	assert_int_equal(fx->a->nidle, 2);
+	assert_int_equal(fx->a->revived, 0);
+	afs_fcache_put(fc[2]);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -637,6 +679,7 @@ int main(void)
 		T(test_idle_revived_same_pages),
 		T(test_idle_revived_changed),
 		T(test_idle_limit),
+		T(test_files_snapshot),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
