@@ -136,8 +136,8 @@
 	  "pages handed to the kernel and dropped here")                       \
 	X(cache, small_pages, GAUGE, "pages in the probationary queue")        \
 	X(cache, main_pages, GAUGE, "pages in the main queue")                 \
-	X(cache, hits, GAUGE, "pages served from the cache, files open now")   \
-	X(cache, misses, GAUGE, "pages reads found absent, files open now")    \
+	X(cache, hits, GAUGE, "pages served from the cache, files cached now") \
+	X(cache, misses, GAUGE, "pages reads found absent, files cached now")  \
 	X(cache, evictions, COUNTER,                                           \
 	  "pages evicted to stay within the budget")                           \
 	X(cache, waste, COUNTER, "evicted pages read ahead and never used")    \

@@ -459,6 +459,17 @@ static void warm_up(struct afs_warm *w)
 	/* The map lists the hottest files first; each warmed file becomes
 	 * an idle one, so no more than the idle limit are warmed (the
 	 * oldest idle would be freed again). */
+	if (!w->cfg.handles.type)
+		w->cfg.log(LOG_WARNING,
+			   "warm-up: SOURCE's filesystem cannot reopen files "
+			   "from inode numbers (no known handle layout): "
+			   "nothing is warmed");
+	else if (geteuid())
+		w->cfg.log(LOG_WARNING,
+			   "warm-up: reopening files by handle needs "
+			   "CAP_DAC_READ_SEARCH (a non-root daemon has it "
+			   "only if granted): files it cannot open are "
+			   "skipped");
 	seen = __atomic_load_n(&w->a->demand_misses, __ATOMIC_RELAXED);
 	for (i = 0; i < w->map.nfiles; i++) {
 		if (__atomic_load_n(&w->a->warm.files, __ATOMIC_RELAXED) >=
