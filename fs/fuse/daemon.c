@@ -379,8 +379,6 @@ static int run(struct afs_opts *o)
 	fs.itable.release_fc = release_fc;
 	start_warm(&fs, o);
 	rc = serve(se, o);
-	/* The map saved while every file is still in the table. */
-	afs_warm_stop(fs.warm);
 	/* 0: unmounted (fusermount3 -u); > 0: the signal that stopped us;
 	 * < 0: an error of the loop. */
 	if (rc < 0)
@@ -389,6 +387,9 @@ static int run(struct afs_opts *o)
 		status = 0;
 out_unmount:
 	fuse_session_unmount(se);
+	/* Unmounted, the map is saved while every file is still in the
+	 * table (fs.warm is NULL where no warm-up started). */
+	afs_warm_stop(fs.warm);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
