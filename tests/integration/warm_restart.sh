@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # warm_restart.sh - -o warm_state=PATH (fs/warm/warm.h), in both read modes
 # (in kernel mode the hot pages are saved as the history they became):
-#   - mount, read ranges of files, unmount: the state file is written 0600;
+#   - mount, read files (direct mode: ranges of one), unmount: the state file is written 0600;
 #     a file changed while unmounted; drop caches, remount: once the
 #     warm-up is done (warm.pending 0) reading those ranges reaches no
 #     backing I/O (the mount's backing reads and the file's misses stay
@@ -48,6 +48,20 @@ warm_done()
 	ac_assert "$js" "g('warm.pending') == 0" "the warm-up did not finish in 30 s"
 }
 
+# b's ranges: two 1 MiB ranges in direct mode; in kernel mode the whole
+# file, since the kernel's own readahead past a range reads more or less
+# of what follows depending on timing (a replay may ask for pages the
+# first run did not).  Ranges in kernel mode: tests/unit/warm/test_save.c.
+read_b()
+{
+	if [ "$AC_MODE" = direct ]; then
+		"$AC_IO" check "$M/b" 21 64K 0 1M >/dev/null &&
+			"$AC_IO" check "$M/b" 21 64K 2M 1M >/dev/null
+	else
+		"$AC_IO" check "$M/b" 21 >/dev/null
+	fi
+}
+
 # Wait until the daemon took a checkpoint after now.
 checkpoint_after()
 {
@@ -66,8 +80,7 @@ afs_mount -o "$OPTS"
 grep -q "none yet, starting cold" "$AFS_LOG" ||
 	afs_fail "no 'starting cold' line for a missing state file"
 "$AC_IO" check "$M/a" 11 >/dev/null || afs_fail "first read of a"
-"$AC_IO" check "$M/b" 21 64K 0 1M >/dev/null || afs_fail "first read of b"
-"$AC_IO" check "$M/b" 21 64K 2M 1M >/dev/null || afs_fail "first read of b"
+read_b || afs_fail "first read of b"
 "$AC_IO" check "$M/c" 31 >/dev/null || afs_fail "first read of c"
 afs_umount
 [ -f "$STATE" ] || afs_fail "no state file after the unmount"
@@ -92,8 +105,7 @@ echo "warm-up: $(ac_get "$root" warm.bytes) bytes in" \
 reads0=$(ac_get "$root" backing.reads)
 s0=$(sectors)
 "$AC_IO" check "$M/a" 11 >/dev/null || afs_fail "[warm] wrong bytes in a"
-"$AC_IO" check "$M/b" 21 64K 0 1M >/dev/null || afs_fail "[warm] wrong bytes in b"
-"$AC_IO" check "$M/b" 21 64K 2M 1M >/dev/null || afs_fail "[warm] wrong bytes in b"
+read_b || afs_fail "[warm] wrong bytes in b"
 s1=$(sectors)
 root=$(ac_stats "$M")
 ac_assert "$root" "g('backing.reads') == $reads0" \
