@@ -2,9 +2,17 @@
  * afs_fcache by key and each file's identity; see data.h.
  *
  * The table is a chained hash guarded by a->files_lock, which also guards
- * every reference count, so a lookup never finds a file on its way out:
- * the last put unlinks it under the lock, then frees it outside.  The
- * bucket count doubles when the table holds more files than buckets.
+ * every reference count and the idle LRU, so a lookup never finds a file
+ * on its way out: whoever frees a file (the last put of a file with
+ * nothing cached, the trim of the idle LRU) unlinks it under the lock,
+ * then frees it outside.  The bucket count doubles when the table holds
+ * more files than buckets.
+ *
+ * The last put of a file with something cached parks it in two steps: its
+ * raf is detached under the lock and closed outside it (ra_file_put()
+ * sleeps), then the file goes onto the LRU if nobody revived it meanwhile.
+ * A parked file not yet on the LRU is in the table and can be revived,
+ * but nothing frees it.
  */
 #include <assert.h>
 #include <errno.h>
@@ -159,6 +167,7 @@ void afs_ahead_destroy(struct afs_ahead *a)
 {
 	if (!a)
 		return;
+	afs_ahead_drop_idle(a);
 	assert(!a->nfiles);
 	afs_pressure_stop(a->pressure);
 	cache_thread_online();
@@ -260,6 +269,101 @@ static void fcache_free(struct afs_fcache *fc)
 	free(fc);
 }
 
+unsigned int afs_ahead_idle_max(const struct afs_ahead *a)
+{
+	return a->cfg.idle_files ? a->cfg.idle_files : AFS_IDLE_FILES_DEFAULT;
+}
+
+static void idle_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
+{
+	if (fc->idle_prev)
+		fc->idle_prev->idle_next = fc->idle_next;
+	else
+		a->idle_head = fc->idle_next;
+	if (fc->idle_next)
+		fc->idle_next->idle_prev = fc->idle_prev;
+	else
+		a->idle_tail = fc->idle_prev;
+	fc->idle_prev = fc->idle_next = NULL;
+	fc->idle = false;
+	__atomic_store_n(&a->nidle, a->nidle - 1, __ATOMIC_RELAXED);
+}
+
+static void idle_push_locked(struct afs_ahead *a, struct afs_fcache *fc)
+{
+	fc->idle = true;
+	fc->idle_prev = NULL;
+	fc->idle_next = a->idle_head;
+	if (a->idle_head)
+		a->idle_head->idle_prev = fc;
+	else
+		a->idle_tail = fc;
+	a->idle_head = fc;
+	__atomic_store_n(&a->nidle, a->nidle + 1, __ATOMIC_RELAXED);
+}
+
+static void table_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
+{
+	struct afs_fcache **pp;
+
+	for (pp = &a->files[key_bucket(a, &fc->key)]; *pp != fc;
+	     pp = &(*pp)->next)
+		;
+	*pp = fc->next;
+	a->nfiles--;
+}
+
+/* Take idle files off the LRU's tail until at most @keep are left; they
+ * leave the table and come back chained by ->next, to be freed outside
+ * the lock. */
+static struct afs_fcache *idle_trim_locked(struct afs_ahead *a, size_t keep)
+{
+	struct afs_fcache *victims = NULL;
+
+	while (a->nidle > keep) {
+		struct afs_fcache *fc = a->idle_tail;
+
+		idle_unlink_locked(a, fc);
+		table_unlink_locked(a, fc);
+		fc->next = victims;
+		victims = fc;
+	}
+	return victims;
+}
+
+static size_t free_chain(struct afs_fcache *fc)
+{
+	size_t n = 0;
+
+	while (fc) {
+		struct afs_fcache *next = fc->next;
+
+		fcache_free(fc);
+		fc = next;
+		n++;
+	}
+	return n;
+}
+
+size_t afs_ahead_drop_idle(struct afs_ahead *a)
+{
+	struct afs_fcache *victims;
+
+	pthread_mutex_lock(&a->files_lock);
+	victims = idle_trim_locked(a, 0);
+	pthread_mutex_unlock(&a->files_lock);
+	return free_chain(victims);
+}
+
+/* A revived file: compare it with the backing now. */
+static void revive(struct afs_ahead *a, struct afs_fcache *fc,
+		   const struct stat *st)
+{
+	__atomic_add_fetch(&a->revived, 1, __ATOMIC_RELAXED);
+	if (afs_fcache_revalidate(fc, st))
+		__atomic_add_fetch(&a->revived_changed, 1, __ATOMIC_RELAXED);
+}
+
 int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
 		      const struct stat *st, struct afs_fcache **out)
 {
@@ -274,10 +378,15 @@ int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
 			if (key_equal(&fc->key, key))
 				break;
 		if (fc) {
-			fc->refs++;
+			bool revived = !fc->refs++;
+
+			if (fc->idle)
+				idle_unlink_locked(a, fc);
 			pthread_mutex_unlock(&a->files_lock);
 			if (fresh)
 				fcache_free(fresh); /* another thread won */
+			if (revived)
+				revive(a, fc, st);
 			*out = fc;
 			return 0;
 		}
@@ -305,26 +414,88 @@ void afs_fcache_get(struct afs_fcache *fc)
 	pthread_mutex_unlock(&fc->a->files_lock);
 }
 
+/* Worth keeping idle: something cached, data or history. */
+static bool has_cached(struct afs_fcache *fc)
+{
+	struct cache_mapping_stats ms;
+
+	cache_mapping_stats(fc->map, &ms);
+	return ms.cached_pages || ms.history_pages;
+}
+
 void afs_fcache_put(struct afs_fcache *fc)
 {
+	struct afs_fcache *victims = NULL;
 	struct afs_ahead *a;
-	struct afs_fcache **pp;
+	struct ra_file *raf;
+	size_t dropped;
 
 	if (!fc)
 		return;
 	a = fc->a;
+	cache_thread_online();
 	pthread_mutex_lock(&a->files_lock);
 	if (--fc->refs) {
 		pthread_mutex_unlock(&a->files_lock);
 		return;
 	}
-	for (pp = &a->files[key_bucket(a, &fc->key)]; *pp != fc;
-	     pp = &(*pp)->next)
-		;
-	*pp = fc->next;
-	a->nfiles--;
+	if (!has_cached(fc)) {
+		table_unlink_locked(a, fc);
+		pthread_mutex_unlock(&a->files_lock);
+		fcache_free(fc);
+		return;
+	}
+	/* Park it: no reference is left, so no reader uses raf. */
+	raf = fc->raf;
+	__atomic_store_n(&fc->raf, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&a->files_lock);
-	fcache_free(fc);
+	ra_file_put(raf); /* its queued windows, its backing fd */
+	pthread_mutex_lock(&a->files_lock);
+	if (!fc->refs && !fc->idle) {
+		idle_push_locked(a, fc);
+		victims = idle_trim_locked(a, afs_ahead_idle_max(a));
+	}
+	pthread_mutex_unlock(&a->files_lock);
+	dropped = free_chain(victims);
+	if (dropped)
+		__atomic_add_fetch(&a->idle_dropped, dropped, __ATOMIC_RELAXED);
+}
+
+static void snap_locked(struct afs_fcache *fc, struct afs_file_snap *s)
+{
+	s->key = fc->key;
+	pthread_mutex_lock(&fc->lock);
+	s->size = fc->size;
+	s->mtime = fc->mtime;
+	s->ctime = fc->ctime;
+	pthread_mutex_unlock(&fc->lock);
+	cache_mapping_get(fc->map);
+	s->map = fc->map;
+}
+
+int afs_ahead_files(struct afs_ahead *a, struct afs_file_snap **out, size_t *n)
+{
+	struct afs_file_snap *s;
+	size_t k = 0;
+
+	cache_thread_online();
+	pthread_mutex_lock(&a->files_lock);
+	s = calloc(a->nfiles ? a->nfiles : 1, sizeof(*s));
+	if (!s) {
+		pthread_mutex_unlock(&a->files_lock);
+		return -ENOMEM;
+	}
+	/* Files in use first, then the idle ones, most recently used first. */
+	for (size_t b = 0; b < a->nbuckets; b++)
+		for (struct afs_fcache *fc = a->files[b]; fc; fc = fc->next)
+			if (!fc->idle)
+				snap_locked(fc, &s[k++]);
+	for (struct afs_fcache *fc = a->idle_head; fc; fc = fc->idle_next)
+		snap_locked(fc, &s[k++]);
+	pthread_mutex_unlock(&a->files_lock);
+	*out = s;
+	*n = k;
+	return 0;
 }
 
 int afs_fcache_ra(struct afs_fcache *fc, int fd)

@@ -14,7 +14,9 @@
  *                      by every handle, thread and process.  Reference
  *                      counted; the FUSE inode holds one, each open one, so
  *                      it can outlive the FUSE inode (a lookup by key finds
- *                      it again while anyone holds it).
+ *                      it again while anyone holds it).  Unreferenced, it
+ *                      stays in the table as an *idle* file ("Idle files"
+ *                      below) while it has anything cached.
  *   struct afs_handle  one per open regular file, embedded by the adapter:
  *                      the backing fd opened with the caller's flags and the
  *                      handle's readahead state.  Reads without a handle
@@ -39,6 +41,18 @@
  * and the file's count of such changes (afs_fcache_changes()) tells the
  * adapter that the kernel's cached pages and attributes are stale too.
  *
+ * Idle files: the last afs_fcache_put() does not free a file that has pages
+ * or history cached: it closes the file's readahead side (ra_file: its
+ * backing fd, its queued windows) and puts the file at the head of the
+ * mount's LRU of idle files, still in the table by key, its mapping intact
+ * and under the one budget (the cache evicts its pages as any others).  A
+ * later afs_fcache_lookup() of the key takes it off the LRU ("revived") and
+ * compares its identity with the caller's stat (afs_fcache_revalidate()):
+ * a changed size, mtime or ctime drops its pages and streams.  At most
+ * cfg.idle_files idle files are kept (AFS_IDLE_FILES_DEFAULT); past it the
+ * oldest are freed first ("idle_dropped").  A file with nothing cached is
+ * freed at its last put, as before.
+ *
  * Concurrency: the read path runs on the adapter's threads, many at once
  * per file and per handle.  It takes no lock on a hit: pages are looked up
  * under rcu_read_lock() and the reply callback runs inside the read-side
@@ -47,8 +61,11 @@
  * I/O.  fc->size is an atomic word (the EOF reads and windows are clipped
  * to), written under fc->lock with the rest of the identity; fc->raf is
  * set once under fc->lock and read with an acquire load.  The table of
- * files and every reference count are guarded by the mount's files_lock, a
- * leaf lock (the adapter may call in with its inode table locked).  Every
+ * files, the idle LRU and every reference count are guarded by the mount's
+ * files_lock, a leaf lock (the adapter may call in with its inode table
+ * locked) but for fc->lock, which afs_ahead_files() takes under it.  An
+ * idle file has no reference: nothing but the table and the LRU reach it,
+ * so its raf is cleared under files_lock.  Every
  * thread that enters here is made an RCU reader by cache_thread_online()
  * (lazy registration, see cache/cache.h).
  */
@@ -76,6 +93,11 @@
  * in kernel mode, nor of 1 MiB application reads in direct mode
  * (docs/benchmarks.md). */
 #define AFS_RA_AUTO_FLOOR (4u << 20)
+
+/* Idle files kept by default (-o idle_files=; docs/tuning.md). */
+#define AFS_IDLE_FILES_DEFAULT 4096
+/* The most -o idle_files= takes. */
+#define AFS_IDLE_FILES_MAX (1u << 20)
 
 /* -o read_mode=: names afs_read_mode_names ("kernel", "direct"),
  * NULL-terminated and indexed by the enum (read with ra_name_parse() and
@@ -107,6 +129,8 @@ extern const char *const afs_write_mode_names[];
  * @read_mode: -o read_mode=.
  * @write_mode: -o write_mode=.
  * @manual_reclaim: no reclaimer thread (unit tests evict by hand).
+ * @idle_files: most idle files kept ("Idle files" above); 0: the default,
+ *	AFS_IDLE_FILES_DEFAULT.
  */
 struct afs_ahead_config {
 	uint64_t cache_size;
@@ -115,6 +139,7 @@ struct afs_ahead_config {
 	enum afs_read_mode read_mode;
 	enum afs_write_mode write_mode;
 	bool manual_reclaim;
+	unsigned int idle_files;
 };
 
 struct afs_fcache;
@@ -130,9 +155,26 @@ struct afs_ahead {
 	uint64_t uncached_reads; /* __atomic: reads served around the cache */
 	uint64_t revalidations; /* __atomic: changes behind the mount seen */
 	struct afs_pressure *pressure; /* pressure.h; NULL: no cgroup limit */
+	uint64_t demand_misses; /* __atomic: reads that missed (not hits) */
 	pthread_mutex_t files_lock; /* the table below, every fc->refs */
 	struct afs_fcache **files; /* hash buckets by key */
 	size_t nbuckets, nfiles;
+	/* Idle files, most recently idle first (files_lock): */
+	struct afs_fcache *idle_head, *idle_tail;
+	size_t nidle; /* written under files_lock, read __atomic */
+	uint64_t revived; /* __atomic: idle files looked up again */
+	uint64_t revived_changed; /* __atomic: ... found changed */
+	uint64_t idle_dropped; /* __atomic: idle files freed past the limit */
+	/* Warm restart's counters (fs/warm/warm.h), __atomic: */
+	struct afs_warm_counters {
+		uint64_t files; /* files whose saved ranges were read back */
+		uint64_t skipped; /* saved files changed or gone */
+		uint64_t bytes; /* bytes read back */
+		uint64_t pauses; /* times the warm-up yielded to readers */
+		uint64_t pending; /* 1 while a warm-up is running */
+		uint64_t checkpoints; /* state files written */
+		uint64_t refused; /* state files refused as malformed */
+	} warm;
 };
 
 /* What names a backing file: its filesystem, inode number, generation. */
@@ -157,6 +199,9 @@ struct afs_fcache {
 	uint64_t revalidations; /* __atomic */
 	uint64_t refs; /* under a->files_lock */
 	struct afs_fcache *next; /* hash chain, a->files_lock */
+	/* a->files_lock: on the idle LRU (refs 0), its links */
+	bool idle;
+	struct afs_fcache *idle_prev, *idle_next;
 };
 
 /* An open regular file's part of the data path.  fi->fh does not point
@@ -244,9 +289,13 @@ void afs_ahead_destroy(struct afs_ahead *a);
  * afs_fcache_lookup() - The file named @key, created on first use with the
  * identity in @st (fstat of the backing file now).
  *
- * A file already known is returned as it is: comparing it with the backing
- * is afs_fcache_revalidate()'s job.
- * Context: Serving thread; takes a->files_lock.
+ * A file in use is returned as it is: comparing it with the backing is
+ * afs_fcache_revalidate()'s job.  An idle file (no reference) is revived:
+ * taken off the idle LRU and revalidated against @st at once, so a file
+ * changed while idle brings nothing stale back (counted in revived and
+ * revived_changed).
+ * Context: Serving thread; takes a->files_lock (and fc->lock to revalidate
+ * a revived file).
  * Return: 0 and *@out with a reference (afs_fcache_put()), or -ENOMEM.
  */
 int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
@@ -256,12 +305,51 @@ int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
 void afs_fcache_get(struct afs_fcache *fc);
 
 /**
- * afs_fcache_put() - Drop a reference; the last drops the file's pages and
- * its ra_file.  @fc may be NULL.
+ * afs_fcache_put() - Drop a reference; the last closes the file's ra_file
+ * and keeps the file idle while it has pages or history cached (freeing
+ * the oldest idle files past cfg.idle_files), else frees it with its
+ * pages.  @fc may be NULL.
  * Context: Online or not; outside RCU read-side sections; may sleep
  * (cancels queued readahead); takes a->files_lock.
  */
 void afs_fcache_put(struct afs_fcache *fc);
+
+/**
+ * afs_ahead_idle_max() - The most idle files kept: cfg.idle_files, or
+ * AFS_IDLE_FILES_DEFAULT.  Context: pure.
+ */
+unsigned int afs_ahead_idle_max(const struct afs_ahead *a);
+
+/**
+ * afs_ahead_drop_idle() - Free every idle file now (with its pages).
+ * Context: Online thread, outside RCU read-side sections; takes
+ * a->files_lock.  afs_ahead_destroy() calls it.
+ * Return: The number of files freed.
+ */
+size_t afs_ahead_drop_idle(struct afs_ahead *a);
+
+/**
+ * struct afs_file_snap - One file of afs_ahead_files(): its key and the
+ * identity its pages were read under, and a reference on its mapping
+ * (cache_mapping_put() it) -- not on the file, so taking the list neither
+ * revives idle files nor reorders their LRU.
+ */
+struct afs_file_snap {
+	struct afs_file_key key;
+	uint64_t size;
+	struct timespec mtime, ctime;
+	struct cache_mapping *map;
+};
+
+/**
+ * afs_ahead_files() - Every file of the table as snapshots (the warm
+ * restart's checkpoint walks their mappings): the files in use first, then
+ * the idle ones from the most recently used.
+ * Context: Online thread; takes a->files_lock and each fc->lock under it.
+ * Return: 0 and *@out (free() it after putting each map) with *@n entries,
+ * or -ENOMEM.
+ */
+int afs_ahead_files(struct afs_ahead *a, struct afs_file_snap **out, size_t *n);
 
 /**
  * afs_fcache_ra() - The readahead side of @fc, opened on first use.
@@ -390,6 +478,20 @@ struct afs_read {
  */
 int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		  size_t size);
+
+/**
+ * afs_fcache_warm() - Read pages [@first, @first + @npages) of @fc into the
+ * cache ahead of any reader (the warm restart), as readahead (probation,
+ * prefetched), and wait for them.  @npages at most the readahead cap.
+ * Reads of the mount are not counted or slowed: they only find the pages.
+ * Context: Online thread outside RCU read-side sections, holding a
+ * reference on @fc with its readahead side open (afs_fcache_ra()); sleeps
+ * on the I/O.
+ * Return: The pages of the range cached now (those the workers' queue or
+ * the budget refused are not), or -errno: -EINVAL (no readahead side, a
+ * bad range), the backing's error.
+ */
+int afs_fcache_warm(struct afs_fcache *fc, uint64_t first, uint64_t npages);
 
 /**
  * afs_thread_buf() - This thread's buffer, at least @size bytes, page

@@ -228,6 +228,8 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		if (!counted) {
 			cache_count_miss(fc->map,
 					 count_missing(fc->map, miss, last));
+			__atomic_add_fetch(&a->demand_misses, 1,
+					   __ATOMIC_RELAXED);
 			counted = true;
 		}
 		/* A page under I/O is someone's window: wait for it.  An
@@ -258,4 +260,22 @@ uncached:
 	ra_note_read(ra, off >> PAGE_SHIFT,
 		     ((end - 1) >> PAGE_SHIFT) - (off >> PAGE_SHIFT) + 1);
 	return read_backing(r, end - off, off);
+}
+
+int afs_fcache_warm(struct afs_fcache *fc, uint64_t first, uint64_t npages)
+{
+	struct ra_file *raf = __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE);
+	uint64_t last = first + npages - 1;
+	int rc;
+
+	if (!raf || !npages || last < first || last >= CACHE_INDEX_LIMIT)
+		return -EINVAL;
+	cache_thread_online();
+	rc = ra_file_advise(raf, RA_ADVICE_WILLNEED, first << PAGE_SHIFT,
+			    npages << PAGE_SHIFT);
+	if (!rc)
+		rc = wait_range(fc->map, first, last, NULL);
+	if (rc && rc != -EAGAIN)
+		return rc; /* the backing's error */
+	return (int)(npages - count_missing(fc->map, first, last));
 }

@@ -27,6 +27,7 @@
 
 #include "fs/data/data.h"
 #include "fs/fuse/daemon.h"
+#include "fs/warm/warm.h"
 #include "fuse_internal.h"
 #include "log.h"
 
@@ -210,6 +211,31 @@ static void release_fc(struct afs_fcache *fc)
 	afs_fcache_put(fc);
 }
 
+/* -o warm_state=: the warm-up and the checkpoints over SOURCE's own
+ * filesystem.  A failure to start leaves the mount cold, and says so. */
+static void start_warm(struct afs_fs *fs, const struct afs_opts *o)
+{
+	struct afs_warm_config wc = {.path = o->warm_state,
+				     .interval_s = o->warm_interval,
+				     .rate_bytes = o->warm_rate,
+				     .log = afs_log};
+	struct afs_backing_fs b;
+	int rc;
+
+	if (!o->warm_state)
+		return;
+	rc = afs_itable_backing(&fs->itable, 0, &b);
+	if (!rc) {
+		wc.dev = b.dev;
+		wc.mount_fd = b.mount_fd;
+		wc.handles = b.handles;
+		rc = afs_warm_start(fs->ahead, &wc, &fs->warm);
+	}
+	if (rc)
+		afs_log(LOG_WARNING, "warm_state %s: cannot start: %s",
+			o->warm_state, strerror(-rc));
+}
+
 /*
  * Let the kernel's readahead on the FUSE mount ask for whole requests
  * (1 MiB, or the readahead cap if larger): its default for FUSE is 128 KiB.
@@ -355,6 +381,7 @@ static int run(struct afs_opts *o)
 		goto out_unmount;
 	}
 	fs.itable.release_fc = release_fc;
+	start_warm(&fs, o);
 	rc = serve(se, o);
 	/* 0: unmounted (fusermount3 -u); > 0: the signal that stopped us;
 	 * < 0: an error of the loop. */
@@ -364,6 +391,9 @@ static int run(struct afs_opts *o)
 		status = 0;
 out_unmount:
 	fuse_session_unmount(se);
+	/* Unmounted, the map is saved while every file is still in the
+	 * table (fs.warm is NULL where no warm-up started). */
+	afs_warm_stop(fs.warm);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:

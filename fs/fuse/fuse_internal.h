@@ -34,6 +34,7 @@ struct afs_open {
 struct afs_fs {
 	struct afs_itable itable;
 	struct afs_ahead *ahead; /* the data path (fs/data/data.h) */
+	struct afs_warm *warm; /* warm restart (fs/warm/warm.h) or NULL */
 	struct fuse_session *se; /* for notifications */
 	pthread_mutex_t open_lock; /* a leaf lock */
 	struct afs_open open_list; /* list head */

@@ -31,6 +31,8 @@ enum afs_opt_kind {
 		    * a multiple of 4 KiB (0 allowed when min is 0) */
 	OPT_ENUM, /* enum field: the index of the value in names[], the owning
 		   * module's name table (ra_name_parse()) */
+	OPT_PATH, /* char * field: an absolute path (strdup(); the last
+		   * one given wins) */
 };
 
 #define NO_FIELD SIZE_MAX
@@ -118,6 +120,18 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "backing reads: auto (O_DIRECT where allowed, default), direct, "
 	 "buffered",
 	 0, 0, ra_backing_io_names},
+	{"idle_files", OPT_UINT, true, F(ahead.idle_files), 1,
+	 AFS_IDLE_FILES_MAX,
+	 "files no one uses kept with their cache, oldest dropped first "
+	 "(default " STR(AFS_IDLE_FILES_DEFAULT) ")"},
+	{"warm_state", OPT_PATH, true, F(warm_state), 0, 0,
+	 "warm restart: save the cache's map to this file (absolute path, "
+	 "outside MOUNTPOINT) and read it back at the next mount (default "
+	 "off)"},
+	{"warm_interval", OPT_UINT, true, F(warm_interval), 1, 86400,
+	 "seconds between checkpoints of warm_state (default 60)"},
+	{"warm_rate", OPT_BYTES, true, F(warm_rate), 4 * KIB, 1024 * GIB,
+	 "most bytes a second the warm-up reads back (default 64M)"},
 	/* kernel / libfuse mount options */
 	{"allow_other", OPT_MOUNT, false, F(allow_other), 0, 0,
 	 "let all users use the mount (root, or user_allow_other)"},
@@ -213,6 +227,8 @@ void afs_opts_free(struct afs_opts *o)
 	free(o->mount_opts);
 	free(o->source_real);
 	free(o->mountpoint_real);
+	free(o->warm_state);
+	o->warm_state = NULL;
 	o->mount_opts = NULL;
 	o->n_mount_opts = 0;
 	o->source_real = o->mountpoint_real = NULL;
@@ -340,6 +356,21 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 		return fail(err, errlen, -EINVAL,
 			    "bad value '%s' for option '%s': expected %s",
 			    value, s->name, list);
+	}
+	case OPT_PATH: {
+		char **field = (char **)((char *)o + s->field), *copy;
+
+		if (value[0] != '/')
+			return fail(err, errlen, -EINVAL,
+				    "bad value '%s' for option '%s': expected "
+				    "an absolute path",
+				    value, s->name);
+		copy = strdup(value);
+		if (!copy)
+			return fail(err, errlen, -ENOMEM, "out of memory");
+		free(*field);
+		*field = copy;
+		return 0;
 	}
 	case OPT_MOUNT:
 	case OPT_MOUNT_CLEAR:
@@ -530,6 +561,18 @@ int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 			    "MOUNTPOINT '%s' is inside SOURCE '%s' (the "
 			    "mount would contain itself)",
 			    o->mountpoint, o->source);
+	if (o->warm_state) {
+		size_t mlen = strlen(o->mountpoint_real);
+
+		if (!strncmp(o->warm_state, o->mountpoint_real, mlen) &&
+		    (o->warm_state[mlen] == '/' || !o->warm_state[mlen] ||
+		     mlen == 1))
+			return fail(err, errlen, -EINVAL,
+				    "warm_state '%s' is inside MOUNTPOINT "
+				    "'%s' (the daemon would write through "
+				    "its own mount)",
+				    o->warm_state, o->mountpoint);
+	}
 	fd = open(o->fuse_dev, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		/* libfuse opens it too, also for users (fusermount3 is only
@@ -646,6 +689,8 @@ void afs_opts_help(FILE *out)
 			snprintf(head, sizeof(head), "%s=SIZE", s->name);
 		if (s->kind == OPT_ENUM)
 			snprintf(head, sizeof(head), "%s=MODE", s->name);
+		if (s->kind == OPT_PATH)
+			snprintf(head, sizeof(head), "%s=PATH", s->name);
 		/* wrap long help lines under the text column */
 		const char *h = s->help;
 		int w = 80 - 4 - 25;

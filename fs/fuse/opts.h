@@ -68,6 +68,13 @@ struct afs_opts {
 	 * ra/ra.h); all-zero is the default */
 	struct afs_ahead_config ahead;
 
+	/* warm restart (fs/warm/warm.h): warm_state= (absolute, outside
+	 * MOUNTPOINT; NULL: off), warm_interval= seconds, warm_rate= bytes a
+	 * second (0: the defaults) */
+	char *warm_state;
+	unsigned warm_interval;
+	uint64_t warm_rate;
+
 	/* MOUNT_ATTR_* bits for mount_setattr() after mounting (atime
 	 * modes libfuse 3.14 cannot pass); both 0 when none was given */
 	unsigned mount_attr_set, mount_attr_clr;

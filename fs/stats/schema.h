@@ -139,8 +139,8 @@
 	  "pages handed to the kernel and dropped here")                       \
 	X(cache, small_pages, GAUGE, "pages in the probationary queue")        \
 	X(cache, main_pages, GAUGE, "pages in the main queue")                 \
-	X(cache, hits, GAUGE, "pages served from the cache, files open now")   \
-	X(cache, misses, GAUGE, "pages reads found absent, files open now")    \
+	X(cache, hits, GAUGE, "pages served from the cache, files cached now") \
+	X(cache, misses, GAUGE, "pages reads found absent, files cached now")  \
 	X(cache, evictions, COUNTER,                                           \
 	  "pages evicted to stay within the budget")                           \
 	X(cache, waste, COUNTER, "evicted pages read ahead and never used")    \
@@ -179,6 +179,20 @@
 	X(readahead, queue_depth, GAUGE, "windows waiting for a worker now")   \
 	X(readahead, workers_busy, GAUGE, "windows being read now")            \
 	X(readahead, queue_dropped, COUNTER, "windows the full queue refused") \
+	X(files, idle, GAUGE, "files no one uses kept with their cache now")   \
+	X(files, idle_max, GAUGE, "the most idle files kept (idle_files=)")    \
+	X(files, revived, COUNTER, "idle files looked up again")               \
+	X(files, revived_changed, COUNTER,                                     \
+	  "idle files found changed when looked up again, cache dropped")      \
+	X(files, idle_dropped, COUNTER,                                        \
+	  "idle files freed, oldest first, past the limit")                    \
+	X(warm, pending, GAUGE, "1 while the warm-up reads saved ranges back") \
+	X(warm, files, COUNTER, "saved files whose ranges were read back")     \
+	X(warm, skipped, COUNTER, "saved files changed or gone, not warmed")   \
+	X(warm, bytes, COUNTER, "bytes the warm-up read back")                 \
+	X(warm, pauses, COUNTER, "times the warm-up yielded to readers")       \
+	X(warm, checkpoints, COUNTER, "state files written (warm_state=)")     \
+	X(warm, refused, COUNTER, "state files refused as malformed")          \
 	AFS_SCHEMA_TAIL(X)
 
 enum afs_stat_kind {

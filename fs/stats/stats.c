@@ -143,6 +143,8 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_CACHE_backing(key)
 #define COPY_CACHE_readahead(key)
 #define COPY_CACHE_memory(key)
+#define COPY_CACHE_files(key)
+#define COPY_CACHE_warm(key)
 
 static void file_cache(struct afs_stats_file *s,
 		       const struct cache_mapping_stats *c)
@@ -313,6 +315,18 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->readahead_queue_depth = es.queue_depth_now;
 	s->readahead_workers_busy = es.workers_busy;
 	s->readahead_queue_dropped = es.queue_dropped;
+	s->files_idle = ar.idle;
+	s->files_idle_max = ar.idle_max;
+	s->files_revived = ar.revived;
+	s->files_revived_changed = ar.revived_changed;
+	s->files_idle_dropped = ar.idle_dropped;
+	s->warm_pending = ar.warm.pending;
+	s->warm_files = ar.warm.files;
+	s->warm_skipped = ar.warm.skipped;
+	s->warm_bytes = ar.warm.bytes;
+	s->warm_pauses = ar.warm.pauses;
+	s->warm_checkpoints = ar.warm.checkpoints;
+	s->warm_refused = ar.warm.refused;
 	s->_uncached_reads = ar.uncached_reads;
 	s->_revalidations = ar.revalidations;
 }

@@ -51,6 +51,8 @@ struct afs_stats_aref {
 	time_t started_wall;
 	uint64_t uncached_reads, revalidations;
 	struct afs_pressure_stats pressure;
+	uint64_t idle, idle_max, revived, revived_changed, idle_dropped;
+	struct afs_warm_counters warm;
 };
 
 /** afs_stats_aref() - @a's state.  Context: any. */

@@ -74,6 +74,21 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 	out->revalidations =
 		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
 	afs_pressure_stats(a->pressure, &out->pressure);
+	out->idle = __atomic_load_n(&a->nidle, __ATOMIC_RELAXED);
+	out->idle_max = afs_ahead_idle_max(a);
+	out->revived = __atomic_load_n(&a->revived, __ATOMIC_RELAXED);
+	out->revived_changed =
+		__atomic_load_n(&a->revived_changed, __ATOMIC_RELAXED);
+	out->idle_dropped = __atomic_load_n(&a->idle_dropped, __ATOMIC_RELAXED);
+#define WARM_LOAD(f) out->warm.f = __atomic_load_n(&a->warm.f, __ATOMIC_RELAXED)
+	WARM_LOAD(files);
+	WARM_LOAD(skipped);
+	WARM_LOAD(bytes);
+	WARM_LOAD(pauses);
+	WARM_LOAD(pending);
+	WARM_LOAD(checkpoints);
+	WARM_LOAD(refused);
+#undef WARM_LOAD
 }
 
 ssize_t afs_stats_size_answer(size_t len)

@@ -5,7 +5,8 @@
 #
 # Usage: run.sh TARGET [SECONDS]
 #   TARGET   opts (afs_opts_parse), json (json_parse, aheadfs-stat's
-#            reader), xattr (afs_xattr_ahead_set: advice and tunables)
+#            reader), xattr (afs_xattr_ahead_set: advice and tunables),
+#            warm (afs_warm_parse: the warm restart's state file)
 #   SECONDS  -max_total_time (default $AFS_FUZZ_SECONDS, else 20)
 # Environment: CLANG (default clang-14), AFS_FUZZ_DIR (where the binary and
 # the new inputs go; default a temporary directory, removed afterwards).
@@ -14,7 +15,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-target=${1:?usage: run.sh opts|json|xattr [SECONDS]}
+target=${1:?usage: run.sh opts|json|xattr|warm [SECONDS]}
 secs=${2:-${AFS_FUZZ_SECONDS:-20}}
 CLANG=${CLANG:-clang-14}
 
@@ -55,6 +56,10 @@ xattr)
 		"$top"/fs/data/*.c "$top"/ra/*.c "$top"/cache/*.c)
 	read -ra pc <<<"$(pkg-config --cflags --libs liburcu)"
 	libs=("${pc[@]}" -lpthread -lm)
+	;;
+warm)
+	src=("$here/fuzz_warm.c" "$top/fs/warm/state.c")
+	libs=()
 	;;
 *)
 	echo "run.sh: unknown target $target" >&2

@@ -490,6 +490,174 @@ static void test_lookup_by_key(void **state)
 	afs_fcache_put(same);
 }
 
+/* The file put by its last holder and found again by key: the same
+ * file, its pages still there, a hit with no backing read. */
+static void test_idle_revived_same_pages(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct reply r = {0}, hit = {0};
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+	struct afs_fcache *old = fx->fc;
+	struct cache_page *p0;
+
+	assert_int_equal(do_read(fx, NULL, 0, 8 * PAGE, true, &r), 0);
+	settle(fx);
+	rcu_read_lock();
+	p0 = cache_lookup_rcu(fx->fc->map, 0);
+	rcu_read_unlock();
+	assert_non_null(p0);
+	afs_fcache_put(fx->fc); /* the last reference: idle, not freed */
+	fx->fc = NULL;
+	assert_int_equal(fx->a->nidle, 1);
+	assert_int_equal(fx->a->nfiles, 1);
+
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fx->fc), 0);
+	assert_ptr_equal(fx->fc, old);
+	assert_int_equal(fx->a->nidle, 0);
+	assert_int_equal(fx->a->revived, 1);
+	assert_int_equal(fx->a->revived_changed, 0);
+	assert_null(fx->fc->raf); /* closed while idle, reopened on use */
+	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
+	rcu_read_lock();
+	assert_ptr_equal(cache_lookup_rcu(fx->fc->map, 0), p0);
+	rcu_read_unlock();
+	hit.fc = fx->fc;
+	rcu_read_lock();
+	assert_int_equal(do_read(fx, NULL, 0, 8 * PAGE, true, &hit), 0);
+	rcu_read_unlock();
+	assert_int_equal(hit.bytes, 8 * PAGE);
+	assert_false(hit.bad);
+	assert_true(hit.from_pages);
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(rs.backing_reads, 0); /* the new raf read nothing */
+	assert_int_equal(ms.misses, 8); /* only the first read's */
+}
+
+/* An idle file changed behind the mount (size, mtime or ctime): looked up
+ * again, its pages are gone and the read gets the new bytes. */
+static void test_idle_revived_changed(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct reply r = {0};
+	struct stat st;
+	uint8_t b;
+
+	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
+	settle(fx);
+	afs_fcache_put(fx->fc);
+	fx->fc = NULL;
+	/* Behind the mount, same size: only the times tell. */
+	b = (uint8_t)(pattern(5) ^ 0xff);
+	assert_int_equal(pwrite(fx->fd, &b, 1, 5), 1);
+	assert_int_equal(fstat(fx->fd, &st), 0);
+	st.st_mtim.tv_nsec ^= 1; /* coarse clocks: make sure it differs */
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->fc), 0);
+	assert_int_equal(fx->a->revived, 1);
+	assert_int_equal(fx->a->revived_changed, 1);
+	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+	rcu_read_lock();
+	assert_null(cache_lookup_rcu(fx->fc->map, 0));
+	rcu_read_unlock();
+	assert_int_equal(pwrite(fx->fd, (uint8_t[]){pattern(5)}, 1, 5), 1);
+}
+
+/* The idle limit: the oldest idle files go first; a file with nothing
+ * cached is not kept at all; afs_ahead_drop_idle() frees the rest. */
+static void test_idle_limit(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_ahead_config cfg = {
+		.cache_size = 64u << 20,
+		.manual_reclaim = true,
+		.idle_files = 2,
+		.ra = {.max_bytes = 256 << 10, .workers = 1}};
+	struct afs_fcache *fc[4];
+	struct afs_ahead *a;
+	char err[256];
+
+	assert_int_equal(afs_ahead_create(&cfg, &a, err, sizeof(err)), 0);
+	for (int i = 0; i < 4; i++) {
+		struct afs_file_key key = {.dev = 1, .ino = 100 + i};
+		struct cache_page *p;
+		unsigned int n;
+
+		assert_int_equal(afs_fcache_lookup(a, &key, &fx->st, &fc[i]),
+				 0);
+		if (i == 3)
+			continue; /* nothing cached */
+		assert_int_equal(cache_insert_range(fc[i]->map, 0, 1,
+						    CACHE_NO_MARK, 0, &p, &n),
+				 0);
+		assert_int_equal(n, 1);
+		cache_page_complete(p, 0);
+	}
+	for (int i = 0; i < 4; i++)
+		afs_fcache_put(fc[i]); /* idle in the order 0, 1, 2 */
+	assert_int_equal(a->nidle, 2);
+	assert_int_equal(a->idle_dropped, 1);
+	assert_int_equal(a->nfiles, 2); /* 3 was freed at once */
+	for (int i = 0; i < 4; i++) {
+		struct afs_file_key key = {.dev = 1, .ino = 100 + i};
+		struct afs_fcache *again;
+
+		assert_int_equal(afs_fcache_lookup(a, &key, &fx->st, &again),
+				 0);
+		/* 0 was the oldest: dropped; 1 and 2 come back */
+		assert_int_equal(a->revived, i == 0 ? 0 : i > 2 ? 2 : i);
+		afs_fcache_put(again);
+	}
+	assert_int_equal(a->nfiles, 2);
+	assert_int_equal(afs_ahead_drop_idle(a), 2);
+	assert_int_equal(a->nidle, 0);
+	assert_int_equal(a->nfiles, 0);
+	afs_ahead_destroy(a);
+}
+
+/* The table as the warm restart's checkpoint sees it: files in use first,
+ * then the idle ones from the most recently used; taking it neither
+ * revives nor reorders them. */
+static void test_files_snapshot(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_fcache *fc[3];
+	struct afs_file_snap *s;
+	size_t n;
+
+	afs_fcache_put(fx->fc); /* nothing cached: freed */
+	fx->fc = NULL;
+	for (int i = 0; i < 3; i++) {
+		struct afs_file_key key = {.dev = 1, .ino = 200 + i};
+		struct cache_page *p;
+		unsigned int got;
+
+		assert_int_equal(
+			afs_fcache_lookup(fx->a, &key, &fx->st, &fc[i]), 0);
+		assert_int_equal(cache_insert_range(fc[i]->map, 0, 1,
+						    CACHE_NO_MARK, 0, &p, &got),
+				 0);
+		cache_page_complete(p, 0);
+	}
+	afs_fcache_put(fc[0]);
+	afs_fcache_put(fc[1]); /* idle: 1 (newest), then 0 */
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(afs_ahead_files(fx->a, &s, &n), 0);
+		assert_int_equal(n, 3);
+		assert_int_equal(s[0].key.ino, 202);
+		assert_int_equal(s[1].key.ino, 201);
+		assert_int_equal(s[2].key.ino, 200);
+		assert_int_equal(s[0].size, fx->st.st_size);
+		for (size_t i = 0; i < n; i++)
+			cache_mapping_put(s[i].map);
+		free(s);
+	}
+	assert_int_equal(fx->a->nidle, 2);
+	assert_int_equal(fx->a->revived, 0);
+	afs_fcache_put(fc[2]);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -508,6 +676,10 @@ int main(void)
 						setup_tiny_cache, teardown),
 		T(test_identity),
 		T(test_lookup_by_key),
+		T(test_idle_revived_same_pages),
+		T(test_idle_revived_changed),
+		T(test_idle_limit),
+		T(test_files_snapshot),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -446,6 +446,48 @@ static void test_check_loop(void **state)
 	assert_int_equal(check(f, "src", "srcx"), 0);
 }
 
+/* warm_state=: an absolute path (the last one wins), never inside
+ * MOUNTPOINT; warm_interval= and warm_rate= as their kinds. */
+static void test_warm_state(void **state)
+{
+	struct fixture *f = *state;
+	char s[128], m[128], in[160];
+
+	assert_error(f, parse(f, "-o", "warm_state=rel/x", "s", "m", NULL),
+		     "expected an absolute path");
+	assert_int_equal(parse(f, "-o",
+			       "warm_state=/a,warm_state=/var/x,warm_interval="
+			       "5,warm_rate=1M",
+			       "s", "m", NULL),
+			 0);
+	assert_string_equal(f->o.warm_state, "/var/x");
+	assert_int_equal(f->o.warm_interval, 5);
+	assert_int_equal(f->o.warm_rate, 1 << 20);
+	assert_error(f, parse(f, "-o", "warm_interval=0", "s", "m", NULL),
+		     "warm_interval");
+	make(f, "src", true);
+	make(f, "mnt", true);
+	use_null_as_fuse(f);
+	snprintf(s, sizeof(s), "%s/src", f->dir);
+	snprintf(m, sizeof(m), "%s/mnt", f->dir);
+	snprintf(in, sizeof(in), "%s/mnt/state", f->dir);
+	free(f->o.warm_state);
+	f->o.warm_state = strdup(in);
+	f->o.source = s;
+	f->o.mountpoint = m;
+	assert_int_equal(afs_opts_check(&f->o, f->err, sizeof(f->err)),
+			 -EINVAL);
+	assert_non_null(strstr(f->err, "inside MOUNTPOINT"));
+	free(f->o.source_real);
+	free(f->o.mountpoint_real);
+	f->o.source_real = f->o.mountpoint_real = NULL;
+	snprintf(in, sizeof(in), "%s/mntx", f->dir); /* a sibling: fine */
+	free(f->o.warm_state);
+	f->o.warm_state = strdup(in);
+	assert_int_equal(afs_opts_check(&f->o, f->err, sizeof(f->err)), 0);
+	f->o.source = f->o.mountpoint = NULL;
+}
+
 static void test_check_no_fuse_device(void **state)
 {
 	struct fixture *f = *state;
@@ -589,6 +631,7 @@ int main(void)
 		T(test_default_permissions_refused),
 		T(test_default_permissions_without_allow_other),
 		T(test_fsname_escaped),
+		T(test_warm_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -296,10 +296,20 @@ static const struct key_spec stream_keys[] = {
 	{"cap", 'i'},	{"windows", 'i'}, {"thrash", 'i'}, {"waste", 'i'},
 };
 static const struct key_spec root_top[] = {
-	{"version", 's'},	{"uptime_s", 'i'},  {"started", 's'},
-	{"options", 'o'},	{"cache", 'o'},	    {"memory", 'o'},
-	{"backing", 'o'},	{"readahead", 'o'}, {"uncached_reads", 'i'},
-	{"revalidations", 'i'},
+	{"version", 's'}, {"uptime_s", 'i'},	   {"started", 's'},
+	{"options", 'o'}, {"cache", 'o'},	   {"memory", 'o'},
+	{"backing", 'o'}, {"readahead", 'o'},	   {"files", 'o'},
+	{"warm", 'o'},	  {"uncached_reads", 'i'}, {"revalidations", 'i'},
+};
+static const struct key_spec root_files[] = {
+	{"idle", 'i'},	       {"idle_max", 'i'},
+	{"revived", 'i'},      {"revived_changed", 'i'},
+	{"idle_dropped", 'i'},
+};
+static const struct key_spec root_warm[] = {
+	{"pending", 'i'}, {"files", 'i'},  {"skipped", 'i'},
+	{"bytes", 'i'},	  {"pauses", 'i'}, {"checkpoints", 'i'},
+	{"refused", 'i'},
 };
 static const struct key_spec root_options[] = {
 	{"read_mode", 's'},  {"write_mode", 's'}, {"cache_size", 'i'},
@@ -546,6 +556,10 @@ static void test_root_stats(void **state)
 	assert_int_equal(ival(ra, "files"), 1);
 	assert_int_equal(ival(ra, "workers"), 2);
 	assert_int_equal(ival(ra, "queue_depth"), 0);
+	CHECK(json_get(root, "files"), root_files);
+	assert_int_equal(ival(json_get(root, "files"), "idle_max"),
+			 AFS_IDLE_FILES_DEFAULT);
+	CHECK(json_get(root, "warm"), root_warm);
 	assert_int_equal(ival(root, "uncached_reads"), 5);
 	assert_int_equal(ival(root, "revalidations"), 6);
 	json_doc_free(doc);
