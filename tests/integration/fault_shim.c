@@ -9,8 +9,9 @@
  *
  *   OP PATH FIRST END ACTION [ARG]
  *
- *   OP      read (pread, pread64, preadv, preadv2 and their 64 forms) or
+ *   OP      read (pread, pread64, preadv, preadv2 and their 64 forms),
  *           write (pwrite, pwrite64, pwritev, pwritev2 and their 64 forms)
+ *           or sync (fsync, fdatasync: the range is not looked at)
  *   PATH    a substring of the file's path (readlink of /proc/self/fd/N)
  *   FIRST, END   the byte range [FIRST, END) the call must overlap;
  *           END -1: to the end of any file
@@ -25,7 +26,10 @@
  *
  * The first matching rule applies.  Each matched call is counted: the
  * file AFS_FAULT_CTL.hits gets one line "OP PATH OFF LEN ACTION" per
- * match (O_APPEND, for the tests to see what the daemon asked for).
+ * match (O_APPEND, for the tests to see what the daemon asked for); a
+ * matched sync call also gets "synced PATH NS" once the real call returned,
+ * NS its CLOCK_MONOTONIC time in nanoseconds (the durability test orders
+ * it against the application's own fsync).
  *
  * Concurrency: the rules are swapped under a mutex; a stall polls the
  * control file every 20 ms.  With no rules the calls cost one stat() of
@@ -52,6 +56,7 @@ enum action { A_EIO, A_ENOSPC, A_SHORT, A_STALL, A_DELAY, A_DELAY_EIO };
 
 struct rule {
 	bool write;
+	bool sync; /* fsync/fdatasync (write is false) */
 	char path[256];
 	int64_t first, end; /* end < 0: no end */
 	enum action act;
@@ -71,6 +76,8 @@ static ssize_t (*real_preadv)(int, const struct iovec *, int, off_t);
 static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
 static ssize_t (*real_preadv2)(int, const struct iovec *, int, off_t, int);
 static ssize_t (*real_pwritev2)(int, const struct iovec *, int, off_t, int);
+static int (*real_fsync)(int);
+static int (*real_fdatasync)(int);
 
 static void resolve(void)
 {
@@ -81,6 +88,8 @@ static void resolve(void)
 	real_pwritev = dlsym(RTLD_NEXT, "pwritev64");
 	real_preadv2 = dlsym(RTLD_NEXT, "preadv64v2");
 	real_pwritev2 = dlsym(RTLD_NEXT, "pwritev64v2");
+	real_fsync = dlsym(RTLD_NEXT, "fsync");
+	real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
 	__atomic_store_n(&real_pread, dlsym(RTLD_NEXT, "pread64"),
 			 __ATOMIC_RELEASE);
 }
@@ -97,7 +106,8 @@ static bool parse(const char *line, struct rule *r)
 	if (n < 5 || op[0] == '#')
 		return false;
 	r->write = !strcmp(op, "write");
-	if (!r->write && strcmp(op, "read"))
+	r->sync = !strcmp(op, "sync");
+	if (!r->write && !r->sync && strcmp(op, "read"))
 		return false;
 	r->first = first;
 	r->end = end;
@@ -177,8 +187,8 @@ static void record(const struct rule *r, const char *path, off_t off,
 	if (fd < 0)
 		return;
 	n = snprintf(buf, sizeof(buf), "%s %s %lld %zu %s\n",
-		     r->write ? "write" : "read", path, (long long)off, len,
-		     names[r->act]);
+		     r->sync ? "sync" : r->write ? "write" : "read", path,
+		     (long long)off, len, names[r->act]);
 	if (write(fd, buf, (size_t)n) < 0) {
 		/* nothing to do: the count is for the test's eyes only */
 	}
@@ -186,8 +196,8 @@ static void record(const struct rule *r, const char *path, off_t off,
 }
 
 /* The rule for this call, copied out; false: none. */
-static bool match(bool write, int fd, off_t off, size_t len, struct rule *out,
-		  char *path, size_t pathlen)
+static bool match(bool write, bool sync, int fd, off_t off, size_t len,
+		  struct rule *out, char *path, size_t pathlen)
 {
 	char link[64];
 	ssize_t n;
@@ -209,10 +219,11 @@ static bool match(bool write, int fd, off_t off, size_t len, struct rule *out,
 	for (int i = 0; i < nrules && !found; i++) {
 		const struct rule *r = &rules[i];
 
-		if (r->write != write || !strstr(path, r->path))
+		if (r->write != write || r->sync != sync ||
+		    !strstr(path, r->path))
 			continue;
-		if ((r->end >= 0 && off >= r->end) ||
-		    off + (off_t)len <= r->first)
+		if (!sync && ((r->end >= 0 && off >= r->end) ||
+			      off + (off_t)len <= r->first))
 			continue;
 		*out = *r;
 		found = true;
@@ -225,12 +236,13 @@ static bool match(bool write, int fd, off_t off, size_t len, struct rule *out,
 
 /* What to do before the real call: -1 with errno set (fail), or the
  * length to pass on (possibly shortened). */
-static ssize_t apply(bool write, int fd, off_t off, size_t len)
+static ssize_t apply_rule(bool write, bool sync, int fd, off_t off, size_t len,
+			  char *path, size_t pathlen, bool *matched)
 {
-	char path[4096];
 	struct rule r;
 
-	if (!match(write, fd, off, len, &r, path, sizeof(path)))
+	*matched = match(write, sync, fd, off, len, &r, path, pathlen);
+	if (!*matched)
 		return (ssize_t)len;
 	switch (r.act) {
 	case A_EIO:
@@ -260,6 +272,56 @@ static ssize_t apply(bool write, int fd, off_t off, size_t len)
 	}
 	}
 	return (ssize_t)len;
+}
+
+static ssize_t apply(bool write, int fd, off_t off, size_t len)
+{
+	char path[4096];
+	bool matched;
+
+	return apply_rule(write, false, fd, off, len, path, sizeof(path),
+			  &matched);
+}
+
+/* fsync and fdatasync: the rule first, then the real call, then the
+ * "synced" line with the time it returned. */
+static int sync_call(int fd, bool data)
+{
+	const char *ctl = getenv("AFS_FAULT_CTL");
+	char path[4096], hits[4096], buf[4200];
+	struct timespec now;
+	bool matched;
+	int rc, n, hfd;
+
+	resolve();
+	if (apply_rule(false, true, fd, 0, 0, path, sizeof(path), &matched) < 0)
+		return -1;
+	rc = data ? real_fdatasync(fd) : real_fsync(fd);
+	if (!matched || !ctl)
+		return rc;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	snprintf(hits, sizeof(hits), "%s.hits", ctl);
+	hfd = open(hits, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (hfd >= 0) {
+		n = snprintf(buf, sizeof(buf), "synced %s %lld\n", path,
+			     (long long)now.tv_sec * 1000000000LL +
+				     now.tv_nsec);
+		if (write(hfd, buf, (size_t)n) < 0) {
+			/* for the test's eyes only */
+		}
+		close(hfd);
+	}
+	return rc;
+}
+
+int fsync(int fd)
+{
+	return sync_call(fd, false);
+}
+
+int fdatasync(int fd)
+{
+	return sync_call(fd, true);
 }
 
 static size_t iov_len(const struct iovec *iov, int n)
