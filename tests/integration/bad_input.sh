@@ -121,7 +121,7 @@ for opt in --help -h --version -V; do
 		bad=1
 	fi
 done
-"$AHEADFS" --help | grep -qi usage || { echo "FAIL: --help has no usage line" >&2; bad=1; }
+"$AHEADFS" --help | grep -i usage >/dev/null || { echo "FAIL: --help has no usage line" >&2; bad=1; } # not grep -q: its early exit would make the writer die of SIGPIPE under pipefail
 "$AHEADFS" --version | grep -q '[0-9]\.[0-9]' ||
 	{ echo "FAIL: --version shows no version number" >&2; bad=1; }
 
