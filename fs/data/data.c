@@ -177,8 +177,7 @@ int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,
 	snprintf(err, errlen,
 		 "cache_size=%llu is too small: %u threads and %u readahead "
 		 "workers need at least %llu MiB",
-		 (unsigned long long)size, threads,
-		 ra_workers_of(&cfg->ra),
+		 (unsigned long long)size, threads, ra_workers_of(&cfg->ra),
 		 (unsigned long long)((min + (1u << 20) - 1) >> 20));
 	return -EINVAL;
 }
@@ -437,21 +436,29 @@ int afs_fcache_ra(struct afs_fcache *fc, int fd)
 	return rc;
 }
 
-bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
+/* Drop @fc's pages and streams and count a change behind the mount when
+ * @force or when @st (the backing now) differs from the identity; take @st
+ * as the new identity (NULL: unknown, the next comparison takes one). */
+static bool identity_drop(struct afs_fcache *fc, const struct stat *st,
+			  bool force)
 {
 	struct ra_file *raf;
 	bool changed;
 
 	cache_thread_online();
 	pthread_mutex_lock(&fc->lock);
-	changed = (uint64_t)st->st_size != fc->size ||
+	changed = force || !st || (uint64_t)st->st_size != fc->size ||
 		  !ts_equal(st->st_mtim, fc->mtime) ||
 		  !ts_equal(st->st_ctim, fc->ctime);
 	if (changed) {
 		/* Drop the pages before the new EOF is published, so that a
 		 * reader clipped to it finds none of the old bytes. */
 		cache_mapping_invalidate(fc->map, 0, UINT64_MAX);
-		identity_set_locked(fc, st);
+		if (st)
+			identity_set_locked(fc, st);
+		else
+			fc->mtime = fc->ctime =
+				(struct timespec){.tv_sec = -1, .tv_nsec = -1};
 		__atomic_add_fetch(&fc->changes, 1, __ATOMIC_RELEASE);
 	}
 	raf = fc->raf;
@@ -464,6 +471,66 @@ bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
 	__atomic_add_fetch(&fc->revalidations, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&fc->a->revalidations, 1, __ATOMIC_RELAXED);
 	return true;
+}
+
+bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
+{
+	return identity_drop(fc, st, false);
+}
+
+bool afs_fcache_outside(struct afs_fcache *fc, const struct stat *st,
+			bool force)
+{
+	return identity_drop(fc, st, force);
+}
+
+int afs_fcache_find(struct afs_ahead *a, const struct afs_file_key *key,
+		    struct afs_fcache **out)
+{
+	struct afs_fcache *fc;
+
+	pthread_mutex_lock(&a->files_lock);
+	for (fc = a->files[key_bucket(a, key)]; fc; fc = fc->next)
+		if (key_equal(&fc->key, key))
+			break;
+	if (fc)
+		fc->refs++;
+	pthread_mutex_unlock(&a->files_lock);
+	*out = fc;
+	return fc ? 0 : -ENOENT;
+}
+
+int afs_ahead_outside_all(struct afs_ahead *a, size_t *count)
+{
+	struct afs_fcache **all = NULL;
+	size_t n = 0, cap = 0;
+
+	/* Allocate outside files_lock (a leaf), then take a reference on
+	 * every file under it; a table that grew meanwhile is tried again. */
+	for (;;) {
+		pthread_mutex_lock(&a->files_lock);
+		if (all && a->nfiles <= cap)
+			break;
+		cap = a->nfiles + 64;
+		pthread_mutex_unlock(&a->files_lock);
+		free(all);
+		all = calloc(cap, sizeof(*all));
+		if (!all)
+			return -ENOMEM;
+	}
+	for (size_t b = 0; b < a->nbuckets; b++)
+		for (struct afs_fcache *fc = a->files[b]; fc; fc = fc->next) {
+			fc->refs++;
+			all[n++] = fc;
+		}
+	pthread_mutex_unlock(&a->files_lock);
+	for (size_t i = 0; i < n; i++) {
+		identity_drop(all[i], NULL, true);
+		afs_fcache_put(all[i]);
+	}
+	free(all);
+	*count = n;
+	return 0;
 }
 
 uint64_t afs_fcache_changes(const struct afs_fcache *fc)

@@ -111,6 +111,10 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "backing reads: auto (O_DIRECT where allowed, default), direct, "
 	 "buffered",
 	 0, 0, ra_backing_io_names},
+	{"watch", OPT_ENUM, true, F(watch), 0, 0,
+	 "changes behind the mount: auto (default: fanotify as root, else "
+	 "inotify), fanotify, inotify or off (seen at the next open)",
+	 0, 0, afs_watch_mode_names},
 	/* kernel / libfuse mount options */
 	{"allow_other", OPT_MOUNT, false, F(allow_other), 0, 0,
 	 "let all users use the mount (root, or user_allow_other)"},

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "fs/data/data.h"
+#include "fs/watch/watch.h"
 
 struct fuse_args;
 
@@ -58,6 +59,7 @@ struct afs_opts {
 	 * its fields, enums and name tables are the options' (fs/data/data.h,
 	 * ra/ra.h); all-zero is the default */
 	struct afs_ahead_config ahead;
+	enum afs_watch_mode watch; /* -o watch= (fs/watch/watch.h) */
 
 	/* MOUNT_ATTR_* bits for mount_setattr() after mounting (atime
 	 * modes libfuse 3.14 cannot pass); both 0 when none was given */

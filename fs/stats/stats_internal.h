@@ -49,6 +49,7 @@ struct afs_stats_aref {
 	struct timespec started; /* CLOCK_MONOTONIC */
 	time_t started_wall;
 	uint64_t uncached_reads, revalidations;
+	struct afs_watch_counts watch; /* a copy */
 };
 
 /** afs_stats_aref() - @a's state.  Context: any. */

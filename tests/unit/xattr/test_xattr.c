@@ -297,7 +297,8 @@ static const struct key_spec stream_keys[] = {
 static const struct key_spec root_top[] = {
 	{"version", 's'},   {"uptime_s", 'i'},	     {"started", 's'},
 	{"options", 'o'},   {"cache", 'o'},	     {"backing", 'o'},
-	{"readahead", 'o'}, {"uncached_reads", 'i'}, {"revalidations", 'i'},
+	{"readahead", 'o'}, {"watch", 'o'}, {"uncached_reads", 'i'},
+	{"revalidations", 'i'},
 };
 static const struct key_spec root_options[] = {
 	{"read_mode", 's'},  {"write_mode", 's'}, {"cache_size", 'i'},
