@@ -34,7 +34,7 @@
 	(FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO)
 #define IN_EVENTS                                                              \
 	(IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM |       \
-	 IN_MOVED_TO | IN_DONT_FOLLOW | IN_ONLYDIR | IN_EXCL_UNLINK)
+	 IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
 #define IN_NAME_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 #define EVENT_BUF (64u << 10)
 #define DIRS_MIN_BUCKETS 64
@@ -289,6 +289,8 @@ static void add_tree(struct afs_watch *w, int at, const char *name)
 		return;
 	if (fstat(fd, &st))
 		goto out_close;
+	/* Through the fd's magic link (so no IN_DONT_FOLLOW): the O_PATH
+	 * open refused a symlink already. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	wd = inotify_add_watch(w->fd, proc, IN_EVENTS);
 	if (wd < 0) {

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# watch.sh - live coherency (-o watch=, fs/watch/watch.h): changes made
+# behind the mount are seen through a handle held open, beyond
+# close-to-open, on a real ext4 volume, while a writer does 1000+ small
+# writes a second elsewhere on the same filesystem (outside SOURCE: events
+# the watcher must filter):
+#   in both read modes (watch=auto, which is fanotify as root on ext4):
+#     a reader holding the file open through the mount sees a stamp written
+#     into the backing file within 100 ms at the 99th percentile (200
+#     trials: the page is read through the held fd first, so it is cached,
+#     then stamped on the backing, then polled);
+#     a truncate behind the mount is seen by the held fd (size and bytes)
+#     within 100 ms; a rename over a name and a rename away are seen by a
+#     new lookup within 100 ms (the kernel's entries live 1 s otherwise);
+#     the daemon's own writes through the mount count as ignored_own, never
+#     as invalidated, and leave the file's revalidations at 0; the writer's
+#     events outside SOURCE count as ignored_unknown;
+#   watch=inotify: the same stamp trials (fewer) and the truncate;
+#   watch=off keeps the documented close-to-open behaviour: the held fd
+#     still returns the old bytes after the change (both modes: the kernel's
+#     page cache, or aheadfs's pages in direct mode), a reopen the new ones.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cache_lib.sh"
+afs_require_fuse
+afs_require_root
+afs_loop_ext4 128
+S=$AFS_SRC
+NOISE_DIR=$AFS_EXT4/elsewhere
+mkdir "$NOISE_DIR"
+TRIALS=${AFS_WATCH_TRIALS:-200}
+
+# probe.py stamp MNTFILE BACKFILE N: N trials; each reads a page through
+# the held fd (cached now), writes a new 8-byte stamp into that page of the
+# backing file, and polls the held fd until it returns the stamp.  Prints
+# "p50 p99 max" in ms; a trial not seen in 2 s counts 2000 ms.
+# probe.py truncate MNTFILE BACKFILE: truncates the backing to 100 bytes
+# with the fd held; prints ms until the held fd reports (fstat) and reads
+# 100 bytes.
+# probe.py stale MNTFILE BACKFILE: reads a page through the held fd, writes
+# a stamp behind the mount, waits 300 ms, prints what the held fd returns
+# then ("old" or "new") and what a new open returns.
+probe_py='
+import os, sys, time, random
+cmd, mnt, back = sys.argv[1:4]
+held = os.open(mnt, os.O_RDONLY)
+bfd = os.open(back, os.O_RDWR)
+size = os.fstat(bfd).st_size
+def poll(cond, limit=2.0):
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > limit:
+            return limit
+        time.sleep(0.0002)
+    return time.monotonic() - t0
+if cmd == "stamp":
+    rnd = random.Random(14)
+    lat = []
+    for i in range(int(sys.argv[4])):
+        off = rnd.randrange(0, size - 8) & ~7
+        os.pread(held, 4096, off & ~4095)
+        stamp = b"%08d" % (i + 1)
+        t0 = time.monotonic()
+        os.pwrite(bfd, stamp, off)
+        def seen():
+            return os.pread(held, 8, off) == stamp
+        while not seen():
+            if time.monotonic() - t0 > 2.0:
+                break
+            time.sleep(0.0002)
+        lat.append(min(time.monotonic() - t0, 2.0))
+    lat.sort()
+    n = len(lat)
+    print("%.2f %.2f %.2f" % (lat[n // 2] * 1e3, lat[min(n - 1, (n * 99) // 100)] * 1e3, lat[-1] * 1e3))
+elif cmd == "truncate":
+    os.pread(held, 65536, 0)
+    os.ftruncate(bfd, 100)
+    t = poll(lambda: os.fstat(held).st_size == 100 and len(os.pread(held, 65536, 0)) == 100)
+    print("%.2f" % (t * 1e3))
+elif cmd == "stale":
+    old = os.pread(held, 8, 4096)
+    os.pwrite(bfd, b"NEWBYTES", 4096)
+    time.sleep(0.3)
+    now = os.pread(held, 8, 4096)
+    fresh = os.open(mnt, os.O_RDONLY)
+    again = os.pread(fresh, 8, 4096)
+    print("old" if now == old else "new" if now == b"NEWBYTES" else "other",
+          "new" if again == b"NEWBYTES" else "old")
+'
+# noise.py FILE: 1200 small writes a second (twelve every 10 ms, 64 bytes
+# at random offsets of a 1 MiB file) until SIGTERM; prints "writes
+# seconds".
+noise_py='
+import os, sys, time, signal, random
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fd, 1 << 20)
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+n, t0, buf, rnd = 0, time.monotonic(), b"n" * 64, random.Random(1)
+nxt = t0
+while not stop:
+    for _ in range(12):
+        os.pwrite(fd, buf, rnd.randrange(0, (1 << 20) - 64))
+        n += 1
+    nxt += 0.01
+    d = nxt - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+print(n, "%.3f" % (time.monotonic() - t0), flush=True)
+'
+python3 -c "$noise_py" "$NOISE_DIR/noise" >"$AFS_WORK/noise.out" &
+NOISE_PID=$!
+exit_with_noise()
+{
+	local rc=$?
+	set +e
+	kill "$NOISE_PID" 2>/dev/null
+	wait "$NOISE_PID" 2>/dev/null
+	_afs_rc() { return "$rc"; }
+	_afs_rc
+	_afs_cleanup
+}
+trap exit_with_noise EXIT
+
+probe() { python3 -c "$probe_py" "$@"; }
+
+# under LIMIT_MS VALUE_MS: VALUE <= LIMIT
+under() { python3 -c 'import sys; sys.exit(not float(sys.argv[2]) <= float(sys.argv[1]))' "$@"; }
+
+root_stats() { ac_stats "$AFS_MNT"; }
+
+check_live()
+{ # MODE WATCH TRIALS
+	local mode=$1 watch=$2 trials=$3 d f lat p99 js before t
+	d=$mode.$watch
+	mkdir "$S/$d"
+	f=$d/stamp
+	"$AC_IO" fill "$S/$f" 1M 31
+	AFS_MNT=$AFS_WORK/mnt.$d
+	mkdir -p "$AFS_MNT"
+	afs_mount -o "read_mode=$mode,watch=$watch"
+	local M=$AFS_MNT
+	js=$(root_stats)
+	local want=$watch
+	[ "$watch" != auto ] || want=fanotify
+	ac_assert "$js" "g('watch.mode') == '$want'" "[$d] the watcher in force"
+
+	lat=$(probe stamp "$M/$f" "$S/$f" "$trials")
+	echo "[$d] stamp seen through a held fd, $trials trials: p50 p99 max ms: $lat"
+	p99=$(echo "$lat" | cut -d' ' -f2)
+	under 100 "$p99" || afs_fail "[$d] p99 $p99 ms > 100 ms"
+	js=$(root_stats)
+	ac_assert "$js" "g('watch.invalidated') >= $trials" "[$d] every stamp invalidated the file"
+
+	"$AC_IO" fill "$S/$d/t" 1M 32
+	t=$(probe truncate "$M/$d/t" "$S/$d/t")
+	echo "[$d] truncate seen by the held fd in $t ms"
+	under 100 "$t" || afs_fail "[$d] truncate behind the mount not seen by the held fd ($t ms)"
+
+	[ "$watch" != inotify ] || { afs_umount; return 0; }
+
+	# Names: a rename over a name the kernel knows, and one away from it.
+	"$AC_IO" fill "$S/$d/a" 64K 33
+	"$AC_IO" fill "$S/$d/b" 64K 34
+	"$AC_IO" fill "$S/$d/x" 64K 35
+	cat "$M/$d/a" "$M/$d/b" "$M/$d/x" >/dev/null
+	mv "$S/$d/a" "$S/$d/b"
+	mv "$S/$d/x" "$S/$d/y"
+	t=$(python3 - "$M/$d" "$S/$d" <<'EOF'
+import os, sys, time
+m, s = sys.argv[1:3]
+want = open(s + "/b", "rb").read()
+t0 = time.monotonic()
+def ok():
+    try:
+        got = open(m + "/b", "rb").read()
+    except OSError:
+        return False
+    return got == want and not os.path.exists(m + "/x") and os.path.exists(m + "/y")
+while not ok() and time.monotonic() - t0 < 2:
+    time.sleep(0.001)
+print("%.2f" % ((time.monotonic() - t0) * 1e3))
+EOF
+)
+	echo "[$d] renames seen by new lookups in $t ms"
+	under 100 "$t" || afs_fail "[$d] renames behind the mount not seen by a new lookup ($t ms)"
+
+	# The daemon's own writes are not outside events.
+	"$AC_IO" fill "$S/$d/own" 64K 36
+	cat "$M/$d/own" >/dev/null
+	sleep 0.2
+	before=$(root_stats)
+	python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+for i in range(100):
+    os.pwrite(fd, b"own write %03d" % i, i * 512)
+os.close(fd)
+os.truncate(sys.argv[1], 32768)
+os.chmod(sys.argv[1], 0o600)
+' "$M/$d/own"
+	sleep 0.3
+	js=$(root_stats)
+	ac_assert "$js" "g('watch.ignored_own') >= $(ac_get "$before" watch.ignored_own) + 100" \
+		"[$d] the daemon's own writes count as its own"
+	ac_assert "$js" "g('watch.invalidated') == $(ac_get "$before" watch.invalidated)" \
+		"[$d] the daemon's own writes invalidated nothing"
+	ac_assert "$(ac_stats "$M/$d/own")" "g('revalidations') == 0" \
+		"[$d] the daemon's own writes are no change behind the mount"
+	ac_assert "$js" "g('watch.ignored_unknown') > $(ac_get "$before" watch.ignored_unknown)" \
+		"[$d] the writer outside SOURCE is filtered as unknown"
+	ac_assert "$js" "g('watch.overflows') == 0"
+	afs_umount
+}
+
+check_off()
+{ # MODE
+	local mode=$1 d out
+	d=$mode.off
+	mkdir "$S/$d"
+	"$AC_IO" fill "$S/$d/f" 64K 41
+	AFS_MNT=$AFS_WORK/mnt.$d
+	mkdir -p "$AFS_MNT"
+	afs_mount -o "read_mode=$mode,watch=off"
+	ac_assert "$(root_stats)" "g('watch.mode') == 'off' and g('watch.events') == 0" "[$d]"
+	out=$(probe stale "$AFS_MNT/$d/f" "$S/$d/f")
+	echo "[$d] held fd after a change behind the mount: $out (held, reopened)"
+	[ "$out" = "old new" ] ||
+		afs_fail "[$d] watch=off: expected the old bytes through the held fd and the new after a reopen, got '$out'"
+	afs_umount
+}
+
+for mode in kernel direct; do
+	check_live "$mode" auto "$TRIALS"
+	check_off "$mode"
+done
+check_live kernel inotify 50
+
+kill "$NOISE_PID"
+wait "$NOISE_PID" || true
+read -r writes secs <"$AFS_WORK/noise.out" || afs_fail "the writer reported nothing"
+rate=$(python3 -c "print(int($writes / $secs))")
+echo "writer elsewhere on the backing: $writes writes in $secs s ($rate/s)"
+[ "$rate" -ge 1000 ] || afs_fail "the background writer managed only $rate writes/s"
