@@ -201,7 +201,8 @@ os.chmod(sys.argv[1], 0o600)
 ' "$M/$d/own"
 	sleep 0.3
 	js=$(root_stats)
-	ac_assert "$js" "g('watch.ignored_own') >= $(ac_get "$before" watch.ignored_own) + 100" \
+	# (fanotify merges a file's queued events: fewer than 100 arrive)
+	ac_assert "$js" "g('watch.ignored_own') > $(ac_get "$before" watch.ignored_own)" \
 		"[$d] the daemon's own writes count as its own"
 	ac_assert "$js" "g('watch.invalidated') == $(ac_get "$before" watch.invalidated)" \
 		"[$d] the daemon's own writes invalidated nothing"
