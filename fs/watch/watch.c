@@ -162,13 +162,15 @@ static bool fan_id(const struct afs_watch *w,
 				  &id->ino, &id->gen);
 }
 
-static void fan_event(struct afs_watch *w,
+/* The event at @ev, its metadata copied to @m (the kernel aligns events to
+ * 4 bytes only, the metadata's u64 wants 8). */
+static void fan_event(struct afs_watch *w, const char *ev,
 		      const struct fanotify_event_metadata *m)
 {
 	const struct fanotify_event_info_fid *obj = NULL, *dir = NULL;
 	enum afs_watch_result r = AFS_WATCH_UNKNOWN;
-	const char *p = (const char *)m + m->metadata_len;
-	const char *end = (const char *)m + m->event_len;
+	const char *p = ev + m->metadata_len;
+	const char *end = ev + m->event_len;
 	struct afs_watch_id id;
 	const char *name = NULL;
 
@@ -204,18 +206,24 @@ static void fan_event(struct afs_watch *w,
 
 static void fan_read(struct afs_watch *w, char *buf)
 {
+	struct fanotify_event_metadata m;
+
 	for (;;) {
 		ssize_t n = read(w->fd, buf, EVENT_BUF);
-		const struct fanotify_event_metadata *m = (const void *)buf;
 
 		if (n <= 0)
 			return; /* EAGAIN: drained */
-		for (; FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n)) {
-			if (m->vers != FANOTIFY_METADATA_VERSION)
+		for (const char *p = buf; buf + n - p >= (ssize_t)sizeof(m);
+		     p += m.event_len) {
+			memcpy(&m, p, sizeof(m));
+			if (m.event_len < sizeof(m) ||
+			    m.event_len > buf + n - p)
+				break;
+			if (m.vers != FANOTIFY_METADATA_VERSION)
 				continue;
-			if (m->fd >= 0)
-				close(m->fd); /* not asked for; never */
-			fan_event(w, m);
+			if (m.fd >= 0)
+				close(m.fd); /* not asked for; never */
+			fan_event(w, p, &m);
 		}
 	}
 }
