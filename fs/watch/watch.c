@@ -43,6 +43,7 @@
 struct wdir {
 	int wd;
 	int fd; /* O_PATH on it */
+	unsigned int seen; /* the last scan that walked it */
 	dev_t dev;
 	uint64_t ino;
 	struct wdir *next;
@@ -61,9 +62,11 @@ struct afs_watch {
 	/* fanotify: the marked filesystem */
 	dev_t dev;
 	fsid_t fsid;
-	/* inotify: watched directories by wd */
+	/* inotify: watched directories by wd, SOURCE, the scans of its tree */
 	struct wdir **dirs;
 	size_t nbuckets, ndirs;
+	int root_fd; /* O_PATH */
+	unsigned int scan;
 	bool full; /* a watch was refused (the limit): logged once */
 };
 
@@ -89,6 +92,17 @@ static enum afs_watch_result worse(enum afs_watch_result a,
 }
 
 /* fanotify */
+
+/* errno as the -errno to return, in one line after @what. */
+static int fan_fail(const char *what, char *err, size_t errlen)
+{
+	int rc = -errno;
+
+	snprintf(err, errlen, "fanotify: %s%s%s", what, strerror(-rc),
+		 rc == -EPERM ? " (FAN_MARK_FILESYSTEM needs CAP_SYS_ADMIN)"
+			      : "");
+	return rc;
+}
 
 static int fan_open(struct afs_watch *w, const char *source, char *err,
 		    size_t errlen)
@@ -120,27 +134,12 @@ static int fan_open(struct afs_watch *w, const char *source, char *err,
 	w->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
 				      FAN_REPORT_FID | FAN_REPORT_DFID_NAME,
 			      O_RDONLY | O_LARGEFILE | O_CLOEXEC);
-	if (w->fd < 0) {
-		int rc = -errno;
-
-		snprintf(err, errlen, "fanotify: %s%s", strerror(-rc),
-			 rc == -EPERM ? " (FAN_MARK_FILESYSTEM needs "
-					"CAP_SYS_ADMIN)"
-				      : "");
-		return rc;
-	}
+	if (w->fd < 0)
+		return fan_fail("", err, errlen);
 	if (fanotify_mark(w->fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_EVENTS,
-			  AT_FDCWD, source)) {
-		int rc = -errno;
-
-		snprintf(err, errlen,
-			 "fanotify: cannot mark SOURCE's "
-			 "filesystem: %s",
-			 strerror(-rc));
-		close(w->fd);
-		w->fd = -1;
-		return rc;
-	}
+			  AT_FDCWD, source))
+		return fan_fail("cannot mark SOURCE's filesystem: ", err,
+				errlen);
 	return 0;
 }
 
@@ -279,20 +278,21 @@ static void dir_forget(struct afs_watch *w, int wd)
 	w->ndirs--;
 }
 
-/* Watch directory @name of @at (@name "" : @at itself, an O_PATH fd the
- * watcher keeps), then every directory below it. */
+/* Watch directory @name of @at, then every directory below it.  A
+ * directory watched already is walked again (a rescan after an overflow
+ * finds directories made meanwhile), once per scan: @w->scan marks the
+ * ones this scan saw, so a bind mount looping back ends the walk. */
 static void add_tree(struct afs_watch *w, int at, const char *name)
 {
 	char proc[32];
 	struct wdir *d;
 	struct stat st;
 	struct dirent *de;
+	bool keep = false;
 	DIR *dp;
 	int fd, rfd, wd;
 
-	fd = *name ? openat(at, name,
-			    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-		   : at;
+	fd = openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st))
@@ -305,43 +305,45 @@ static void add_tree(struct afs_watch *w, int at, const char *name)
 		w->full = true; /* said at mount; later ones are not */
 		goto out_close;
 	}
-	if (dir_find(w, wd))
-		goto out_close; /* already watched (the same directory) */
-	d = calloc(1, sizeof(*d));
+	d = dir_find(w, wd);
+	if (d && d->seen == w->scan)
+		goto out_close; /* walked by this scan already */
 	if (!d) {
-		inotify_rm_watch(w->fd, wd);
-		goto out_close;
+		d = calloc(1, sizeof(*d));
+		if (!d) {
+			inotify_rm_watch(w->fd, wd);
+			goto out_close;
+		}
+		*d = (struct wdir){
+			.wd = wd, .fd = fd, .dev = st.st_dev, .ino = st.st_ino};
+		d->next = w->dirs[wd_bucket(w, wd)];
+		w->dirs[wd_bucket(w, wd)] = d;
+		keep = true;
+		if (++w->ndirs > w->nbuckets)
+			dirs_grow(w);
 	}
-	*d = (struct wdir){
-		.wd = wd, .fd = fd, .dev = st.st_dev, .ino = st.st_ino};
-	d->next = w->dirs[wd_bucket(w, wd)];
-	w->dirs[wd_bucket(w, wd)] = d;
-	if (++w->ndirs > w->nbuckets)
-		dirs_grow(w);
+	d->seen = w->scan;
 	rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	dp = rfd >= 0 ? fdopendir(rfd) : NULL;
 	if (!dp) {
 		if (rfd >= 0)
 			close(rfd);
-		return;
+		goto out_close;
 	}
 	while ((de = readdir(dp)))
 		if (de->d_type == DT_DIR && strcmp(de->d_name, ".") &&
 		    strcmp(de->d_name, ".."))
 			add_tree(w, fd, de->d_name);
 	closedir(dp);
-	return;
 
 out_close:
-	if (fd != at || *name)
+	if (!keep)
 		close(fd);
 }
 
 static int ino_open(struct afs_watch *w, const char *source, char *err,
 		    size_t errlen)
 {
-	int fd;
-
 	w->nbuckets = DIRS_MIN_BUCKETS;
 	w->dirs = calloc(w->nbuckets, sizeof(*w->dirs));
 	if (!w->dirs)
@@ -353,17 +355,16 @@ static int ino_open(struct afs_watch *w, const char *source, char *err,
 		snprintf(err, errlen, "inotify: %s", strerror(-rc));
 		return rc;
 	}
-	fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
+	w->root_fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (w->root_fd < 0) {
 		int rc = -errno;
 
 		snprintf(err, errlen, "cannot open SOURCE: %s", strerror(-rc));
 		return rc;
 	}
-	add_tree(w, fd, "");
+	add_tree(w, w->root_fd, ".");
 	if (!w->ndirs) {
 		snprintf(err, errlen, "inotify: cannot watch SOURCE");
-		close(fd);
 		return -ENOSPC;
 	}
 	return 0;
@@ -380,6 +381,9 @@ static void ino_event(struct afs_watch *w, const struct inotify_event *ev)
 	if (ev->mask & IN_Q_OVERFLOW) {
 		count(&w->c->overflows);
 		w->ops->overflow(w->ctx);
+		/* Directories made meanwhile were never added: walk again. */
+		w->scan++;
+		add_tree(w, w->root_fd, ".");
 		return;
 	}
 	if (ev->mask & IN_IGNORED) { /* the directory is gone */
@@ -463,6 +467,8 @@ static void watch_free(struct afs_watch *w)
 		close(w->fd);
 	if (w->stop_fd >= 0)
 		close(w->stop_fd);
+	if (w->root_fd >= 0)
+		close(w->root_fd);
 	for (size_t b = 0; w->dirs && b < w->nbuckets; b++)
 		for (struct wdir *d = w->dirs[b], *next; d; d = next) {
 			next = d->next;
@@ -485,6 +491,7 @@ static int watch_new(enum afs_watch_mode mode, const char *source,
 	}
 	w->mode = mode;
 	w->fd = -1;
+	w->root_fd = -1;
 	w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->stop_fd < 0) {
 		rc = -errno;
