@@ -500,24 +500,33 @@ int afs_fcache_find(struct afs_ahead *a, const struct afs_file_key *key,
 	return fc ? 0 : -ENOENT;
 }
 
+void *afs_alloc_locked(pthread_mutex_t *lock, const size_t *count, size_t size)
+{
+	void *v = NULL;
+	size_t cap = 0;
+
+	for (;;) {
+		pthread_mutex_lock(lock);
+		if (v && *count <= cap)
+			return v;
+		cap = *count + 64;
+		pthread_mutex_unlock(lock);
+		free(v);
+		v = calloc(cap, size);
+		if (!v)
+			return NULL;
+	}
+}
+
 int afs_ahead_outside_all(struct afs_ahead *a, size_t *count)
 {
-	struct afs_fcache **all = NULL;
-	size_t n = 0, cap = 0;
+	/* A reference on every file, taken under files_lock (a leaf). */
+	struct afs_fcache **all =
+		afs_alloc_locked(&a->files_lock, &a->nfiles, sizeof(*all));
+	size_t n = 0;
 
-	/* Allocate outside files_lock (a leaf), then take a reference on
-	 * every file under it; a table that grew meanwhile is tried again. */
-	for (;;) {
-		pthread_mutex_lock(&a->files_lock);
-		if (all && a->nfiles <= cap)
-			break;
-		cap = a->nfiles + 64;
-		pthread_mutex_unlock(&a->files_lock);
-		free(all);
-		all = calloc(cap, sizeof(*all));
-		if (!all)
-			return -ENOMEM;
-	}
+	if (!all)
+		return -ENOMEM;
 	for (size_t b = 0; b < a->nbuckets; b++)
 		for (struct afs_fcache *fc = a->files[b]; fc; fc = fc->next) {
 			fc->refs++;

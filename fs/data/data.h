@@ -319,6 +319,16 @@ bool afs_fcache_outside(struct afs_fcache *fc, const struct stat *st,
 			bool force);
 
 /**
+ * afs_alloc_locked() - An array of at least *@count elements of @size
+ * bytes, allocated outside @lock and returned with @lock held and *@count
+ * (read under it) within it; a count that grew meanwhile is tried again.
+ * For a snapshot of a table under its lock without allocating under it.
+ * Context: Takes @lock: held on success, not on failure.
+ * Return: The array (free() it), or NULL on ENOMEM.
+ */
+void *afs_alloc_locked(pthread_mutex_t *lock, const size_t *count, size_t size);
+
+/**
  * afs_ahead_outside_all() - Events behind the mount were lost (a watcher's
  * queue overflowed): every file's pages and streams go, each counts a
  * change, and each identity is taken again at its next comparison.

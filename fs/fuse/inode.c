@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/data/data.h"
+
 #define AFS_MIN_BUCKETS 64
 uint64_t afs_nodeid_encode(uint32_t fsidx, uint64_t ino)
 {
@@ -497,20 +499,11 @@ int afs_itable_fsidx_of(struct afs_itable *t, dev_t dev, uint32_t *fsidx)
 
 int afs_itable_nodeids(struct afs_itable *t, uint64_t **ids, size_t *n)
 {
-	uint64_t *v = NULL;
-	size_t cap = 0, k = 0;
+	uint64_t *v = afs_alloc_locked(&t->lock, &t->count, sizeof(*v));
+	size_t k = 0;
 
-	for (;;) {
-		pthread_mutex_lock(&t->lock);
-		if (v && t->count <= cap)
-			break;
-		cap = t->count + 64;
-		pthread_mutex_unlock(&t->lock);
-		free(v);
-		v = malloc(cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-	}
+	if (!v)
+		return -ENOMEM;
 	for (size_t b = 0; b < t->nbuckets; b++)
 		for (struct afs_inode *i = t->by_id[b]; i; i = i->next_id)
 			v[k++] = i->nodeid;
