@@ -15,6 +15,10 @@
 #     the daemon's own writes through the mount count as ignored_own, never
 #     as invalidated, and leave the file's revalidations at 0; the writer's
 #     events outside SOURCE count as ignored_unknown;
+#   a queue overflow (the daemon stopped while more events than the queue
+#     holds happen, then a stamp whose own event is lost) drops everything:
+#     the held fd sees the stamp, watch.overflows counts it (fanotify, with
+#     events outside SOURCE; inotify, with events inside it);
 #   watch=inotify: the same stamp trials (fewer) and the truncate;
 #   watch=off keeps the documented close-to-open behaviour: the held fd
 #     still returns the old bytes after the change (both modes: the kernel's
@@ -214,6 +218,49 @@ os.chmod(sys.argv[1], 0o600)
 	afs_umount
 }
 
+# overflow.py MNTFILE BACKFILE DIR PID: with the daemon PID stopped, make
+# and remove more files in DIR than a queue holds, then stamp BACKFILE
+# (its event is lost: the queue is full) and resume the daemon; prints ms
+# until the held fd shows the stamp.
+overflow_py='
+import os, sys, time, signal
+mnt, back, d, pid = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+held = os.open(mnt, os.O_RDONLY)
+os.pread(held, 4096, 0)
+os.kill(pid, signal.SIGSTOP)
+try:
+    for i in range(10000):
+        p = "%s/o%d" % (d, i)
+        os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+        os.unlink(p)
+    fd = os.open(back, os.O_WRONLY)
+    os.pwrite(fd, b"OVERFLOW", 0)
+    os.close(fd)
+finally:
+    os.kill(pid, signal.SIGCONT)
+t0 = time.monotonic()
+while os.pread(held, 8, 0) != b"OVERFLOW" and time.monotonic() - t0 < 5:
+    time.sleep(0.001)
+print("%.2f" % ((time.monotonic() - t0) * 1e3))
+'
+
+check_overflow()
+{ # WATCH DIR: the events' directory
+	local watch=$1 dir=$2 d t js
+	d=overflow.$watch
+	mkdir -p "$S/$d" "$dir"
+	"$AC_IO" fill "$S/$d/f" 64K 51
+	AFS_MNT=$AFS_WORK/mnt.$d
+	mkdir -p "$AFS_MNT"
+	afs_mount -o "watch=$watch"
+	t=$(python3 -c "$overflow_py" "$AFS_MNT/$d/f" "$S/$d/f" "$dir" "$AFS_PID")
+	echo "[$d] after an overflow the held fd saw the stamp in $t ms"
+	js=$(root_stats)
+	ac_assert "$js" "g('watch.overflows') >= 1" "[$d] the overflow counted"
+	under 1000 "$t" || afs_fail "[$d] the stamp behind an overflow not seen ($t ms)"
+	afs_umount
+}
+
 check_off()
 { # MODE
 	local mode=$1 d out
@@ -245,6 +292,8 @@ for mode in kernel direct; do
 	check_off "$mode"
 done
 check_live kernel inotify 50
+check_overflow auto "$NOISE_DIR/overflow"
+check_overflow inotify "$S/overflow.inotify/many"
 
 kill "$NOISE_PID"
 wait "$NOISE_PID" || true
