@@ -9,9 +9,11 @@
 #     into the backing file within 100 ms at the 99th percentile (200
 #     trials: the page is read through the held fd first, so it is cached,
 #     then stamped on the backing, then polled);
-#     a truncate behind the mount is seen by the held fd (size and bytes)
-#     within 100 ms; a rename over a name and a rename away are seen by a
-#     new lookup within 100 ms (the kernel's entries live 1 s otherwise);
+#     a truncate behind the mount is seen by the held fd (size and bytes),
+#     and a rename over a name and a rename away by new lookups, each
+#     within 1 s (one sample each, on a machine shared with other work;
+#     they take a few ms; without the watcher never: the mount has
+#     entry_timeout=30, and the held fd keeps its pages);
 #     the daemon's own writes through the mount count as ignored_own, never
 #     as invalidated, and leave the file's revalidations at 0; the writer's
 #     events outside SOURCE count as ignored_unknown;
@@ -142,7 +144,7 @@ check_live()
 	"$AC_IO" fill "$S/$f" 1M 31
 	AFS_MNT=$AFS_WORK/mnt.$d
 	mkdir -p "$AFS_MNT"
-	afs_mount -o "read_mode=$mode,watch=$watch"
+	afs_mount -o "read_mode=$mode,watch=$watch,entry_timeout=30"
 	local M=$AFS_MNT
 	js=$(root_stats)
 	local want=$watch
@@ -159,7 +161,7 @@ check_live()
 	"$AC_IO" fill "$S/$d/t" 1M 32
 	t=$(probe truncate "$M/$d/t" "$S/$d/t")
 	echo "[$d] truncate seen by the held fd in $t ms"
-	under 100 "$t" || afs_fail "[$d] truncate behind the mount not seen by the held fd ($t ms)"
+	under 1000 "$t" || afs_fail "[$d] truncate behind the mount not seen by the held fd ($t ms)"
 
 	[ "$watch" != inotify ] || { afs_umount; return 0; }
 
@@ -187,7 +189,7 @@ print("%.2f" % ((time.monotonic() - t0) * 1e3))
 EOF
 )
 	echo "[$d] renames seen by new lookups in $t ms"
-	under 100 "$t" || afs_fail "[$d] renames behind the mount not seen by a new lookup ($t ms)"
+	under 1000 "$t" || afs_fail "[$d] renames behind the mount not seen by a new lookup ($t ms)"
 
 	# The daemon's own writes are not outside events.
 	"$AC_IO" fill "$S/$d/own" 64K 36
