@@ -255,11 +255,26 @@ check_overflow()
 	AFS_MNT=$AFS_WORK/mnt.$d
 	mkdir -p "$AFS_MNT"
 	afs_mount -o "watch=$watch"
-	t=$(python3 -c "$overflow_py" "$AFS_MNT/$d/f" "$S/$d/f" "$dir" "$AFS_PID")
+	# A drop_caches elsewhere would show the stamp without the overflow's
+	# drop: inconclusive, tried again.
+	local try drops
+	for try in 1 2 3; do
+		drops=$(ac_drops)
+		t=$(python3 -c "$overflow_py" "$AFS_MNT/$d/f" "$S/$d/f" "$dir" "$AFS_PID")
+		[ "$(ac_drops)" = "$drops" ] && break
+		echo "[$d] a drop_caches ran meanwhile: inconclusive, again"
+		"$AC_IO" fill "$S/$d/f" 64K $((51 + try))
+		cat "$AFS_MNT/$d/f" >/dev/null
+	done
 	echo "[$d] after an overflow the held fd saw the stamp in $t ms"
-	js=$(root_stats)
-	ac_assert "$js" "g('watch.overflows') >= 1" "[$d] the overflow counted"
 	under 1000 "$t" || afs_fail "[$d] the stamp behind an overflow not seen ($t ms)"
+	# The queue before the overflow event is worked through first.
+	for ((try = 0; try < 50; try++)); do
+		js=$(root_stats)
+		[ "$(ac_get "$js" watch.overflows)" = 0 ] || break
+		sleep 0.1
+	done
+	ac_assert "$js" "g('watch.overflows') >= 1" "[$d] the overflow counted"
 	afs_umount
 }
 
