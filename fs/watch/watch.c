@@ -68,6 +68,7 @@ struct afs_watch {
 	int root_fd; /* O_PATH */
 	unsigned int scan;
 	bool full; /* a watch was refused (the limit): logged once */
+	char buf[EVENT_BUF] __attribute__((aligned(8))); /* the thread's */
 };
 
 static void count(uint64_t *c)
@@ -438,26 +439,24 @@ static void ino_read(struct afs_watch *w, char *buf)
 static void *watch_thread(void *arg)
 {
 	struct afs_watch *w = arg;
-	char *buf = aligned_alloc(8, EVENT_BUF);
 	struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN},
 			      {.fd = w->stop_fd, .events = POLLIN}};
 
-	if (!buf)
-		return NULL;
 	for (;;) {
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (p[1].revents)
+		/* Stopped; or a notification fd that broke (never seen):
+		 * better no watcher than one spinning. */
+		if (p[1].revents || (p[0].revents & (POLLERR | POLLNVAL)))
 			break;
 		if (w->mode == AFS_WATCH_FANOTIFY)
-			fan_read(w, buf);
+			fan_read(w, w->buf);
 		else
-			ino_read(w, buf);
+			ino_read(w, w->buf);
 	}
-	free(buf);
 	return NULL;
 }
 
