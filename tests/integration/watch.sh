@@ -22,6 +22,8 @@
 #     the held fd sees the stamp, watch.overflows counts it (fanotify, with
 #     events outside SOURCE; inotify, with events inside it);
 #   watch=inotify: the same stamp trials (fewer) and the truncate;
+#   watch=fanotify where it cannot work (tmpfs) stops the start with one
+#     line, nothing mounted;
 #   watch=off keeps the documented close-to-open behaviour: the held fd
 #     still returns the old bytes after the change (both modes: the kernel's
 #     page cache, or aheadfs's pages in direct mode), a reopen the new ones.
@@ -311,6 +313,22 @@ done
 check_live kernel inotify 50
 check_overflow auto "$NOISE_DIR/overflow"
 check_overflow inotify "$S/overflow.inotify/many"
+
+# An explicit backend that cannot work is a start-up error, nothing
+# mounted: fanotify on a filesystem whose handles it cannot decode (tmpfs).
+BAD=$AFS_WORK/tmpfs
+mkdir -p "$BAD" "$AFS_WORK/mnt.bad"
+mount -t tmpfs -o size=1M afs-watch-test "$BAD"
+rc=0
+out=$("$AHEADFS" -f -o watch=fanotify "$BAD" "$AFS_WORK/mnt.bad" 2>&1) || rc=$?
+umount "$BAD"
+echo "watch=fanotify on tmpfs: exit $rc: $out"
+[ "$rc" = 1 ] || afs_fail "watch=fanotify on tmpfs: exit $rc, not 1"
+case $out in
+*"-o watch=fanotify: fanotify: "*) ;;
+*) afs_fail "watch=fanotify on tmpfs: no clear error: $out" ;;
+esac
+! afs_is_mounted "$AFS_WORK/mnt.bad" || afs_fail "watch=fanotify on tmpfs: mounted"
 
 kill "$NOISE_PID"
 wait "$NOISE_PID" || true
