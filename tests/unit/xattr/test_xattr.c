@@ -295,9 +295,9 @@ static const struct key_spec stream_keys[] = {
 	{"cap", 'i'},	{"windows", 'i'}, {"thrash", 'i'}, {"waste", 'i'},
 };
 static const struct key_spec root_top[] = {
-	{"version", 's'},   {"uptime_s", 'i'},	     {"started", 's'},
-	{"options", 'o'},   {"cache", 'o'},	     {"backing", 'o'},
-	{"readahead", 'o'}, {"watch", 'o'}, {"uncached_reads", 'i'},
+	{"version", 's'},	{"uptime_s", 'i'}, {"started", 's'},
+	{"options", 'o'},	{"cache", 'o'},	   {"backing", 'o'},
+	{"readahead", 'o'},	{"watch", 'o'},	   {"uncached_reads", 'i'},
 	{"revalidations", 'i'},
 };
 static const struct key_spec root_options[] = {
