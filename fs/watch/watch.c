@@ -23,6 +23,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/fhandle/fhandle.h"
@@ -37,6 +38,11 @@
 	 IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
 #define IN_NAME_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 #define EVENT_BUF (64u << 10)
+/* After a wake-up the thread waits this long before reading, so that a
+ * burst of writes to one file (by one writer) merges in the kernel's queue
+ * into one event: a wake-up and a lookup per burst, not per write, for at
+ * most this much more latency. */
+#define BATCH_NS 1000000
 #define DIRS_MIN_BUCKETS 64
 
 /* A directory inotify watches. */
@@ -439,6 +445,7 @@ static void ino_read(struct afs_watch *w, char *buf)
 static void *watch_thread(void *arg)
 {
 	struct afs_watch *w = arg;
+	const struct timespec batch = {.tv_nsec = BATCH_NS};
 	struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN},
 			      {.fd = w->stop_fd, .events = POLLIN}};
 
@@ -452,6 +459,7 @@ static void *watch_thread(void *arg)
 		 * better no watcher than one spinning. */
 		if (p[1].revents || (p[0].revents & (POLLERR | POLLNVAL)))
 			break;
+		nanosleep(&batch, NULL);
 		if (w->mode == AFS_WATCH_FANOTIFY)
 			fan_read(w, w->buf);
 		else

@@ -263,6 +263,7 @@ check_overflow()
 	for try in 1 2 3; do
 		drops=$(ac_drops)
 		t=$(python3 -c "$overflow_py" "$AFS_MNT/$d/f" "$S/$d/f" "$dir" "$AFS_PID")
+		sleep 0.5 # a drop is counted when it has finished
 		[ "$(ac_drops)" = "$drops" ] && break
 		echo "[$d] a drop_caches ran meanwhile: inconclusive, again"
 		"$AC_IO" fill "$S/$d/f" 64K $((51 + try))
@@ -297,6 +298,7 @@ check_off()
 		"$AC_IO" fill "$S/$d/f$try" 64K 41
 		drops=$(ac_drops)
 		out=$(probe stale "$AFS_MNT/$d/f$try" "$S/$d/f$try")
+		sleep 0.5 # a drop is counted when it has finished
 		[ "$(ac_drops)" = "$drops" ] && break
 		echo "[$d] a drop_caches ran meanwhile: inconclusive, again"
 	done
