@@ -143,7 +143,7 @@ check_live()
 	d=$mode.$watch
 	mkdir "$S/$d"
 	f=$d/stamp
-	"$AC_IO" fill "$S/$f" 1M 31
+	"$AC_IO" fill "$S/$f" 256K 31
 	AFS_MNT=$AFS_WORK/mnt.$d
 	mkdir -p "$AFS_MNT"
 	afs_mount -o "read_mode=$mode,watch=$watch,entry_timeout=30"
