@@ -45,9 +45,11 @@ TRIALS=${AFS_WATCH_TRIALS:-200}
 # probe.py truncate MNTFILE BACKFILE: truncates the backing to 100 bytes
 # with the fd held; prints ms until the held fd reports (fstat) and reads
 # 100 bytes.
-# probe.py stale MNTFILE BACKFILE: reads a page through the held fd, writes
-# a stamp behind the mount, waits 300 ms, prints what the held fd returns
-# then ("old" or "new") and what a new open returns.
+# probe.py stale MNTFILE BACKFILE MODE CONTROL: reads a page through the
+# held fd (and one of CONTROL), writes a stamp behind the mount, waits
+# 300 ms, prints what the held fd returns then ("old" or "new") and what a
+# new open returns; "evicted" (kernel MODE) when CONTROL's page left the
+# kernel's cache meanwhile.
 probe_py='
 import os, sys, time, random
 cmd, mnt, back = sys.argv[1:4]
@@ -101,11 +103,13 @@ elif cmd == "truncate":
     t = poll(lambda: os.fstat(held).st_size == 100 and len(os.pread(held, 65536, 0)) == 100)
     print("%.2f" % (t * 1e3))
 elif cmd == "stale":
+    ctl = os.open(sys.argv[5], os.O_RDONLY) # a file nobody changes
+    os.pread(ctl, 8, 4096)
     old = os.pread(held, 8, 4096)
     os.pwrite(bfd, b"NEWBYTES", 4096)
     time.sleep(0.3)
-    if sys.argv[4] == "kernel" and not resident(held, 1):
-        print("evicted") # by something else: inconclusive
+    if sys.argv[4] == "kernel" and not resident(ctl, 1):
+        print("evicted") # the unchanged page too: by others
         sys.exit(0)
     now = os.pread(held, 8, 4096)
     fresh = os.open(mnt, os.O_RDONLY)
@@ -316,13 +320,16 @@ check_off()
 	# A drop_caches meanwhile (any test on the machine: ctest's lock
 	# reaches only this run's) empties the kernel's copy: inconclusive,
 	# tried again on a fresh file.
-	# In kernel mode the probe also checks (mincore) that the page is still
-	# in the kernel's cache: evicted by something else, it is inconclusive.
+	# In kernel mode the probe also asks mincore whether an unchanged
+	# file's page, cached as the changed one was, is still in the kernel's
+	# cache: evicted too, by something else, it is inconclusive.
 	local try drops
 	for try in 1 2 3 4 5; do
 		"$AC_IO" fill "$S/$d/f$try" 64K 41
+		"$AC_IO" fill "$S/$d/c$try" 64K 42
 		drops=$(ac_drops)
-		out=$(probe stale "$AFS_MNT/$d/f$try" "$S/$d/f$try" "$mode")
+		out=$(probe stale "$AFS_MNT/$d/f$try" "$S/$d/f$try" "$mode" \
+			"$AFS_MNT/$d/c$try")
 		sleep 0.5 # a drop is counted when it has finished
 		[ "$(ac_drops)" = "$drops" ] && [ "$out" != evicted ] && break
 		echo "[$d] the kernel's copy was dropped meanwhile ($out): inconclusive, again"
