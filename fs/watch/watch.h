@@ -40,7 +40,9 @@
  *
  * Thread and concurrency: afs_watch_open() runs before mounting (an
  * explicit mode that cannot work is a start-up error); afs_watch_start()
- * starts the thread, which serves no FUSE request -- so a notification it
+ * starts the thread, which serves no FUSE request (it reads events 1 ms
+ * after each wake-up, so that a burst to one file merges into one queued
+ * event) -- so a notification it
  * sends that waits on a request (the kernel writing back dirty pages, a
  * directory lock a lookup holds) is served by the adapter's workers, never
  * by itself.  The callbacks run on that thread only, one at a time; they
