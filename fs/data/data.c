@@ -517,21 +517,29 @@ int afs_fcache_ra(struct afs_fcache *fc, int fd)
 	return rc;
 }
 
-bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
+/* Drop @fc's pages and streams and count a change behind the mount when
+ * @force or when @st (the backing now) differs from the identity; take @st
+ * as the new identity (NULL: unknown, the next comparison takes one). */
+static bool identity_drop(struct afs_fcache *fc, const struct stat *st,
+			  bool force)
 {
 	struct ra_file *raf;
 	bool changed;
 
 	cache_thread_online();
 	pthread_mutex_lock(&fc->lock);
-	changed = (uint64_t)st->st_size != fc->size ||
+	changed = force || !st || (uint64_t)st->st_size != fc->size ||
 		  !ts_equal(st->st_mtim, fc->mtime) ||
 		  !ts_equal(st->st_ctim, fc->ctime);
 	if (changed) {
 		/* Drop the pages before the new EOF is published, so that a
 		 * reader clipped to it finds none of the old bytes. */
 		cache_mapping_invalidate(fc->map, 0, UINT64_MAX);
-		identity_set_locked(fc, st);
+		if (st)
+			identity_set_locked(fc, st);
+		else
+			fc->mtime = fc->ctime =
+				(struct timespec){.tv_sec = -1, .tv_nsec = -1};
 		__atomic_add_fetch(&fc->changes, 1, __ATOMIC_RELEASE);
 	}
 	raf = fc->raf;
@@ -544,6 +552,75 @@ bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
 	__atomic_add_fetch(&fc->revalidations, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&fc->a->revalidations, 1, __ATOMIC_RELAXED);
 	return true;
+}
+
+bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
+{
+	return identity_drop(fc, st, false);
+}
+
+bool afs_fcache_outside(struct afs_fcache *fc, const struct stat *st,
+			bool force)
+{
+	return identity_drop(fc, st, force);
+}
+
+int afs_fcache_find(struct afs_ahead *a, const struct afs_file_key *key,
+		    struct afs_fcache **out)
+{
+	struct afs_fcache *fc;
+
+	pthread_mutex_lock(&a->files_lock);
+	for (fc = a->files[key_bucket(a, key)]; fc; fc = fc->next)
+		if (key_equal(&fc->key, key))
+			break;
+	if (fc)
+		fc->refs++;
+	pthread_mutex_unlock(&a->files_lock);
+	*out = fc;
+	return fc ? 0 : -ENOENT;
+}
+
+void *afs_alloc_locked(pthread_mutex_t *lock, const size_t *count, size_t size)
+{
+	void *v = NULL;
+	size_t cap = 0;
+
+	for (;;) {
+		pthread_mutex_lock(lock);
+		if (v && *count <= cap)
+			return v;
+		cap = *count + 64;
+		pthread_mutex_unlock(lock);
+		free(v);
+		v = calloc(cap, size);
+		if (!v)
+			return NULL;
+	}
+}
+
+int afs_ahead_outside_all(struct afs_ahead *a, size_t *count)
+{
+	/* A reference on every file, taken under files_lock (a leaf). */
+	struct afs_fcache **all =
+		afs_alloc_locked(&a->files_lock, &a->nfiles, sizeof(*all));
+	size_t n = 0;
+
+	if (!all)
+		return -ENOMEM;
+	for (size_t b = 0; b < a->nbuckets; b++)
+		for (struct afs_fcache *fc = a->files[b]; fc; fc = fc->next) {
+			fc->refs++;
+			all[n++] = fc;
+		}
+	pthread_mutex_unlock(&a->files_lock);
+	for (size_t i = 0; i < n; i++) {
+		identity_drop(all[i], NULL, true);
+		afs_fcache_put(all[i]);
+	}
+	free(all);
+	*count = n;
+	return 0;
 }
 
 uint64_t afs_fcache_changes(const struct afs_fcache *fc)

@@ -40,6 +40,9 @@
  * (afs_fcache_revalidate(), on open and getattr): the pages and streams go,
  * and the file's count of such changes (afs_fcache_changes()) tells the
  * adapter that the kernel's cached pages and attributes are stale too.
+ * With a backing watcher (fs/watch/watch.h) a change is also caught as it
+ * happens, for files held open too: afs_fcache_find() by key, then
+ * afs_fcache_outside() drops the same state and counts the same change.
  *
  * Idle files: the last afs_fcache_put() does not free a file that has pages
  * or history cached: it closes the file's readahead side (ra_file: its
@@ -145,6 +148,16 @@ struct afs_ahead_config {
 struct afs_fcache;
 
 struct afs_pressure;
+/* The backing watcher's counters (fs/watch/watch.h, docs/stats.md "watch"),
+ * kept with the mount's so that its stats read them; all __atomic. */
+struct afs_watch_counts {
+	const char *mode; /* "fanotify", "inotify" or "off"; set once */
+	uint64_t events; /* events read from the notification queue */
+	uint64_t ignored_own; /* the daemon's own changes */
+	uint64_t ignored_unknown; /* files and names aheadfs does not know */
+	uint64_t invalidated; /* files and names dropped (both caches) */
+	uint64_t overflows; /* queue overflows: everything dropped */
+};
 
 struct afs_ahead {
 	struct cache *cache;
@@ -156,6 +169,8 @@ struct afs_ahead {
 	uint64_t revalidations; /* __atomic: changes behind the mount seen */
 	struct afs_pressure *pressure; /* pressure.h; NULL: no cgroup limit */
 	uint64_t demand_misses; /* __atomic: reads that missed (not hits) */
+	/* what the backing watcher did (fs/watch/watch.h), __atomic */
+	struct afs_watch_counts watch;
 	pthread_mutex_t files_lock; /* the table below, every fc->refs */
 	struct afs_fcache **files; /* hash buckets by key */
 	size_t nbuckets, nfiles;
@@ -370,6 +385,48 @@ int afs_fcache_ra(struct afs_fcache *fc, int fd);
  * Return: true if the file changed.
  */
 bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st);
+
+/**
+ * afs_fcache_find() - The file named @key if the table has it (never
+ * creates one): what a backing watcher asks for a file it saw change.
+ * Context: Any thread; takes a->files_lock.
+ * Return: 0 and *@out with a reference (afs_fcache_put()), or -ENOENT
+ * (*@out NULL).
+ */
+int afs_fcache_find(struct afs_ahead *a, const struct afs_file_key *key,
+		    struct afs_fcache **out);
+
+/**
+ * afs_fcache_outside() - A backing watcher saw the file change behind the
+ * mount: as afs_fcache_revalidate(), but with @force the pages and streams
+ * go and a change is counted even when @st looks the same (a write within
+ * the timestamps' granularity).  @st NULL: the identity is unknown now; the
+ * next afs_fcache_revalidate() takes the backing's.
+ * Context: Any thread (the watcher's); takes fc->lock and the mapping's.
+ * Return: true if the pages were dropped and a change counted.
+ */
+bool afs_fcache_outside(struct afs_fcache *fc, const struct stat *st,
+			bool force);
+
+/**
+ * afs_alloc_locked() - An array of at least *@count elements of @size
+ * bytes, allocated outside @lock and returned with @lock held and *@count
+ * (read under it) within it; a count that grew meanwhile is tried again.
+ * For a snapshot of a table under its lock without allocating under it.
+ * Context: Takes @lock: held on success, not on failure.
+ * Return: The array (free() it), or NULL on ENOMEM.
+ */
+void *afs_alloc_locked(pthread_mutex_t *lock, const size_t *count, size_t size);
+
+/**
+ * afs_ahead_outside_all() - Events behind the mount were lost (a watcher's
+ * queue overflowed): every file's pages and streams go, each counts a
+ * change, and each identity is taken again at its next comparison.
+ * Context: Any thread; takes a->files_lock, then each file's locks
+ * without it.
+ * Return: 0 and *@count (files dropped), or -ENOMEM (nothing dropped).
+ */
+int afs_ahead_outside_all(struct afs_ahead *a, size_t *count);
 
 /**
  * afs_fcache_changes() - How many changes behind the mount were seen: the

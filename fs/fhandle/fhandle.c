@@ -12,25 +12,32 @@
 #define FILEID_INO32_GEN 1 /* {u32 ino, u32 gen}: ext4, small xfs */
 #define XFS_FILEID_INO64_GEN 0x81 /* {u64 ino, u32 gen}, packed: xfs */
 
-/* (ino, generation) from a handle of one of the two layouts above. */
-static bool handle_parse(const struct file_handle *fh, uint64_t *ino,
-			 uint32_t *gen)
+bool afs_fhandle_decode(int type, const void *bytes, unsigned int len,
+			uint64_t *ino, uint32_t *gen)
 {
-	const unsigned char *b = fh->f_handle;
+	const unsigned char *b = bytes;
 	uint32_t i32;
 
-	if (fh->handle_type == FILEID_INO32_GEN && fh->handle_bytes == 8) {
+	if (type == FILEID_INO32_GEN && len == 8) {
 		memcpy(&i32, b, 4);
 		memcpy(gen, b + 4, 4);
 		*ino = i32;
 		return true;
 	}
-	if (fh->handle_type == XFS_FILEID_INO64_GEN && fh->handle_bytes == 12) {
+	if (type == XFS_FILEID_INO64_GEN && len == 12) {
 		memcpy(ino, b, 8);
 		memcpy(gen, b + 8, 4);
 		return true;
 	}
 	return false;
+}
+
+/* (ino, generation) from a handle of one of the two layouts above. */
+static bool handle_parse(const struct file_handle *fh, uint64_t *ino,
+			 uint32_t *gen)
+{
+	return afs_fhandle_decode(fh->handle_type, fh->f_handle,
+				  fh->handle_bytes, ino, gen);
 }
 
 /* The inverse; false if @ino does not fit @type. */

@@ -63,4 +63,14 @@ uint32_t afs_fhandle_generation(int fd);
 int afs_fhandle_open(int mount_fd, const struct afs_fhandle_fs *fs,
 		     uint64_t ino, int flags);
 
+/**
+ * afs_fhandle_decode() - The inode number and generation in a handle of
+ * @type with @len bytes at @bytes, as name_to_handle_at() or fanotify
+ * report it, for the layouts above (ext4's and xfs's).
+ * Context: Pure.
+ * Return: true and *@ino, *@gen; false for any other layout.
+ */
+bool afs_fhandle_decode(int type, const void *bytes, unsigned int len,
+			uint64_t *ino, uint32_t *gen);
+
 #endif /* AFS_FHANDLE_H */

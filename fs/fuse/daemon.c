@@ -3,8 +3,10 @@
  *   parse and check options (opts.c)    errors: one stderr line, exit 1,
  *   raise RLIMIT_NOFILE                 nothing mounted
  *   open SOURCE, enter it as the root node
+ *   set up the backing watcher (fs/watch/watch.h, -o watch=)
  *   fuse_session_new + signal handlers + mount
  *   daemonize unless -f (then log to syslog)
+ *   start the data path, then the watcher's thread (serves no request)
  *   serve: fuse_session_loop_mt (clone_fd, max_threads, max_idle_threads)
  *          or fuse_session_loop with -s
  *   unmount, free everything, exit 0 (also after SIGTERM/SIGINT/SIGHUP or
@@ -314,6 +316,8 @@ static int run(struct afs_opts *o)
 	struct afs_ahead_config cfg;
 	char err[AFS_ERRLEN];
 	const char *warning;
+	char watching[AFS_ERRLEN];
+	struct afs_watch *watch = NULL;
 	struct afs_fs fs;
 	int rc, status = 1;
 
@@ -336,6 +340,15 @@ static int run(struct afs_opts *o)
 	warning = afs_opts_permission_warning(o, geteuid());
 	if (warning)
 		afs_log(LOG_WARNING, "%s", warning);
+	/* Before mounting: an explicit watch= that cannot work is an error
+	 * with nothing mounted. */
+	rc = afs_watch_open(o->watch, o->source_real, &watch, watching,
+			    sizeof(watching), err, sizeof(err));
+	if (rc) {
+		afs_log(LOG_ERR, "-o watch=%s: %s",
+			ra_name_of(afs_watch_mode_names, o->watch), err);
+		goto out_fs;
+	}
 	rc = afs_opts_fuse_args(o, &args);
 	if (rc) {
 		afs_log(LOG_ERR, "out of memory");
@@ -382,6 +395,13 @@ static int run(struct afs_opts *o)
 	}
 	fs.itable.release_fc = release_fc;
 	start_warm(&fs, o);
+	fs.ahead->watch.mode = afs_watch_backend(watch);
+	afs_log(LOG_INFO, "%s", watching);
+	rc = afs_watch_start(watch, &fs.ahead->watch, &afs_watch_adapter, &fs);
+	if (rc) {
+		afs_log(LOG_ERR, "cannot start the watcher: %s", strerror(-rc));
+		goto out_unmount;
+	}
 	rc = serve(se, o);
 	/* 0: unmounted (fusermount3 -u); > 0: the signal that stopped us;
 	 * < 0: an error of the loop. */
@@ -390,6 +410,9 @@ static int run(struct afs_opts *o)
 	else
 		status = 0;
 out_unmount:
+	/* Its thread sends notifications on @se: stopped first. */
+	afs_watch_close(watch);
+	watch = NULL;
 	fuse_session_unmount(se);
 	/* Unmounted, the map is saved while every file is still in the
 	 * table (fs.warm is NULL where no warm-up started). */
@@ -402,6 +425,7 @@ out_fs:
 	/* Files programs still held when we stopped get no RELEASE; they,
 	 * then the inode entries, release their files' cache state before
 	 * the cache goes. */
+	afs_watch_close(watch);
 	afs_open_release_all(&fs);
 	afs_itable_destroy(&fs.itable);
 	afs_ahead_destroy(fs.ahead);

@@ -16,6 +16,10 @@
  *                 fallocate, lseek, copy_file_range: all file data goes
  *                 through here, into the data path
  *   ops_xattr.c   get/set/list/removexattr (user.aheadfs.*: fs/stats/)
+ *   ops_watch.c   the backing watcher's callbacks (fs/watch/watch.h): a
+ *                 file or name changed behind the mount -> the data path's
+ *                 drop and the kernel's notifications, on the watcher's
+ *                 thread (serves no request)
  *   log.{c,h}     stderr in the foreground, syslog in the background
  *
  * Concurrency: requests are served by libfuse worker threads (several at

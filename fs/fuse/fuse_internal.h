@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "fs/data/data.h"
+#include "fs/watch/watch.h"
 #include "creds.h"
 #include "inode.h"
 #include "opts.h"
@@ -232,6 +233,8 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    struct fuse_file_info *fi_in, fuse_ino_t ino_out,
 			    off_t off_out, struct fuse_file_info *fi_out,
 			    size_t len, int flags);
+/* ops_watch.c: the backing watcher's callbacks (ctx: the struct afs_fs) */
+extern const struct afs_watch_ops afs_watch_adapter;
 /* ops_xattr.c */
 void afs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		     size_t size);

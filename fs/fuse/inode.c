@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/data/data.h"
+
 #define AFS_MIN_BUCKETS 64
 uint64_t afs_nodeid_encode(uint32_t fsidx, uint64_t ino)
 {
@@ -482,4 +484,36 @@ size_t afs_itable_buckets(struct afs_itable *t)
 	n = t->nbuckets;
 	pthread_mutex_unlock(&t->lock);
 	return n;
+}
+
+int afs_itable_fsidx_of(struct afs_itable *t, dev_t dev, uint32_t *fsidx)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&t->lock);
+	for (uint32_t f = 0; f < t->nfs; f++) {
+		if (t->fs[f].dev == dev) {
+			*fsidx = f;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+int afs_itable_nodeids(struct afs_itable *t, uint64_t **ids, size_t *n)
+{
+	uint64_t *v = afs_alloc_locked(&t->lock, &t->count, sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t b = 0; b < t->nbuckets; b++)
+		for (struct afs_inode *i = t->by_id[b]; i; i = i->next_id)
+			v[k++] = i->nodeid;
+	pthread_mutex_unlock(&t->lock);
+	*ids = v;
+	*n = k;
+	return 0;
 }

@@ -277,6 +277,23 @@ int afs_itable_backing(struct afs_itable *t, uint32_t fsidx,
 		       struct afs_backing_fs *out);
 
 /**
+ * afs_itable_fsidx_of() - Index of the backing filesystem @dev if it was
+ * seen under SOURCE (never registers one).
+ * Context: Takes t->lock.
+ * Return: 0 and *@fsidx, or -ENOENT.
+ */
+int afs_itable_fsidx_of(struct afs_itable *t, dev_t dev, uint32_t *fsidx);
+
+/**
+ * afs_itable_nodeids() - The node ids of every entry now, root included,
+ * in a new array (free() it): for telling the kernel that everything may
+ * be stale, outside the lock.
+ * Context: Takes t->lock; allocates outside it.
+ * Return: 0 and *@ids, *@n; or -ENOMEM.
+ */
+int afs_itable_nodeids(struct afs_itable *t, uint64_t **ids, size_t *n);
+
+/**
  * afs_inode_fc() - @inode's cache state, or NULL while it has none.
  * Context: Any thread holding a reference on @inode; one acquire load.
  */

@@ -132,6 +132,10 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "seconds between checkpoints of warm_state (default 60)"},
 	{"warm_rate", OPT_BYTES, true, F(warm_rate), 4 * KIB, 1024 * GIB,
 	 "most bytes a second the warm-up reads back (default 64M)"},
+	{"watch", OPT_ENUM, true, F(watch), 0, 0,
+	 "changes behind the mount: auto (default: fanotify as root, else "
+	 "inotify), fanotify, inotify or off (seen at the next open)",
+	 0, 0, afs_watch_mode_names},
 	/* kernel / libfuse mount options */
 	{"allow_other", OPT_MOUNT, false, F(allow_other), 0, 0,
 	 "let all users use the mount (root, or user_allow_other)"},

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "fs/data/data.h"
+#include "fs/watch/watch.h"
 
 struct fuse_args;
 
@@ -67,6 +68,7 @@ struct afs_opts {
 	 * its fields, enums and name tables are the options' (fs/data/data.h,
 	 * ra/ra.h); all-zero is the default */
 	struct afs_ahead_config ahead;
+	enum afs_watch_mode watch; /* -o watch= (fs/watch/watch.h) */
 
 	/* warm restart (fs/warm/warm.h): warm_state= (absolute, outside
 	 * MOUNTPOINT; NULL: off), warm_interval= seconds, warm_rate= bytes a

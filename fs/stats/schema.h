@@ -193,6 +193,16 @@
 	X(warm, pauses, COUNTER, "times the warm-up yielded to readers")       \
 	X(warm, checkpoints, COUNTER, "state files written (warm_state=)")     \
 	X(warm, refused, COUNTER, "state files refused as malformed")          \
+	X(watch, mode, TEXT, "the backing watcher: fanotify, inotify or off")  \
+	X(watch, events, COUNTER, "events the watcher read")                   \
+	X(watch, ignored_own, COUNTER,                                         \
+	  "events of the daemon's own changes, ignored")                       \
+	X(watch, ignored_unknown, COUNTER,                                     \
+	  "events on files and names aheadfs does not know, ignored")          \
+	X(watch, invalidated, COUNTER,                                         \
+	  "files and names dropped from both caches on an event")              \
+	X(watch, overflows, COUNTER,                                           \
+	  "queue overflows: every file's caches dropped")                      \
 	AFS_SCHEMA_TAIL(X)
 
 enum afs_stat_kind {

@@ -145,6 +145,26 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_CACHE_memory(key)
 #define COPY_CACHE_files(key)
 #define COPY_CACHE_warm(key)
+#define COPY_CACHE_watch(key)
+
+/* The watcher's members: the schema's keys are struct afs_watch_counts's
+ * field names (fs/data/data.h). */
+#define COPY_WATCH(obj, key, kind, help) COPY_WATCH_##obj(key)
+#define COPY_WATCH_watch(key) s->watch_##key = w->key;
+#define COPY_WATCH_(key)
+#define COPY_WATCH_options(key)
+#define COPY_WATCH_cache(key)
+#define COPY_WATCH_backing(key)
+#define COPY_WATCH_readahead(key)
+#define COPY_WATCH_memory(key)
+#define COPY_WATCH_files(key)
+#define COPY_WATCH_warm(key)
+
+static void root_watch(struct afs_stats_root *s,
+		       const struct afs_watch_counts *w)
+{
+	AFS_SCHEMA_ROOT(COPY_WATCH)
+}
 
 static void file_cache(struct afs_stats_file *s,
 		       const struct cache_mapping_stats *c)
@@ -327,6 +347,7 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->warm_pauses = ar.warm.pauses;
 	s->warm_checkpoints = ar.warm.checkpoints;
 	s->warm_refused = ar.warm.refused;
+	root_watch(s, &ar.watch);
 	s->_uncached_reads = ar.uncached_reads;
 	s->_revalidations = ar.revalidations;
 }

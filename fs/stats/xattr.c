@@ -89,6 +89,15 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 	WARM_LOAD(checkpoints);
 	WARM_LOAD(refused);
 #undef WARM_LOAD
+	out->watch.mode = a->watch.mode ? a->watch.mode : "off";
+#define WATCH_COPY(f)                                                          \
+	out->watch.f = __atomic_load_n(&a->watch.f, __ATOMIC_RELAXED)
+	WATCH_COPY(events);
+	WATCH_COPY(ignored_own);
+	WATCH_COPY(ignored_unknown);
+	WATCH_COPY(invalidated);
+	WATCH_COPY(overflows);
+#undef WATCH_COPY
 }
 
 ssize_t afs_stats_size_answer(size_t len)

@@ -658,6 +658,65 @@ static void test_files_snapshot(void **state)
 	afs_fcache_put(fc[2]);
 }
 
+/* What a backing watcher calls: a find by key never creates; an outside
+ * change drops the pages and counts even when the identity looks the same
+ * (@force), or only when it differs; without an identity, the next
+ * comparison takes the backing's; an overflow drops every file. */
+static void test_outside_changes(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct afs_fcache *found;
+	struct reply r = {0};
+	struct stat st;
+	size_t n = 0;
+
+	assert_int_equal(afs_fcache_find(fx->a, &key, &found), 0);
+	assert_ptr_equal(found, fx->fc);
+	afs_fcache_put(found);
+	key.gen = 7;
+	assert_int_equal(afs_fcache_find(fx->a, &key, &found), -ENOENT);
+	assert_null(found);
+	assert_int_equal(fx->a->nfiles, 1); /* nothing created */
+
+	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
+	settle(fx);
+	assert_int_equal(fstat(fx->fd, &st), 0);
+	assert_false(afs_fcache_outside(fx->fc, &st, false)); /* the same */
+	assert_int_equal(afs_fcache_changes(fx->fc), 0);
+	rcu_read_lock();
+	assert_non_null(cache_lookup_rcu(fx->fc->map, 0));
+	rcu_read_unlock();
+	assert_true(afs_fcache_outside(fx->fc, &st, true)); /* forced */
+	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+	assert_int_equal(fx->a->revalidations, 1);
+	rcu_read_lock();
+	assert_null(cache_lookup_rcu(fx->fc->map, 0));
+	rcu_read_unlock();
+
+	/* No identity: the next comparison counts and takes the backing's. */
+	assert_true(afs_fcache_outside(fx->fc, NULL, true));
+	assert_int_equal(afs_fcache_changes(fx->fc), 2);
+	assert_true(afs_fcache_revalidate(fx->fc, &st));
+	assert_false(afs_fcache_revalidate(fx->fc, &st));
+	assert_int_equal(afs_fcache_changes(fx->fc), 3);
+
+	/* An overflow: every file, cached pages or not. */
+	key.gen = 7;
+	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->other), 0);
+	r = (struct reply){0};
+	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
+	settle(fx);
+	assert_int_equal(afs_ahead_outside_all(fx->a, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(afs_fcache_changes(fx->fc), 4);
+	assert_int_equal(afs_fcache_changes(fx->other), 1);
+	rcu_read_lock();
+	assert_null(cache_lookup_rcu(fx->fc->map, 0));
+	rcu_read_unlock();
+	assert_int_equal(fx->a->nfiles, 2); /* the references given back */
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -680,6 +739,7 @@ int main(void)
 		T(test_idle_revived_changed),
 		T(test_idle_limit),
 		T(test_files_snapshot),
+		T(test_outside_changes),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

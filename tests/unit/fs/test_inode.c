@@ -201,6 +201,42 @@ static void test_find_by_key(void **state)
 	assert_int_equal(afs_itable_count(&f->t), 1);
 }
 
+/* What the backing watcher asks: a device's index without registering it,
+ * and every node id (the root's too) for an overflow. */
+static void test_watcher_lookups(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t *ids, want[3] = {AFS_ROOT_NODEID};
+	uint32_t fsidx = 77;
+	size_t n;
+
+	assert_int_equal(afs_itable_fsidx_of(&f->t, f->dirst.st_dev, &fsidx),
+			 0);
+	assert_int_equal(fsidx, f->fsidx);
+	assert_int_equal(
+		afs_itable_fsidx_of(&f->t, f->dirst.st_dev + 1, &fsidx),
+		-ENOENT);
+	for (int k = 0; k < 2; k++) {
+		struct afs_inode *i = afs_itable_insert(&f->t, 0, 500 + k, -1,
+							S_IFREG, 0, true);
+
+		want[k + 1] = i->nodeid;
+		afs_itable_put(&f->t, i);
+	}
+	assert_int_equal(afs_itable_nodeids(&f->t, &ids, &n), 0);
+	assert_int_equal(n, 3);
+	for (size_t w = 0; w < 3; w++) {
+		bool found = false;
+
+		for (size_t k = 0; k < n; k++)
+			found |= ids[k] == want[w];
+		assert_true(found);
+	}
+	free(ids);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(afs_itable_forget(&f->t, want[k + 1], 1), 0);
+}
+
 /* An in-flight request keeps the entry alive past the kernel's forget. */
 static void test_ref_outlives_forget(void **state)
 {
@@ -488,6 +524,7 @@ int main(void)
 		T(test_root),
 		T(test_lookup_forget),
 		T(test_find_by_key),
+		T(test_watcher_lookups),
 		T(test_ref_outlives_forget),
 		T(test_forget_unknown_or_too_many),
 		T(test_forget_batch),

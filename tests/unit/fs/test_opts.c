@@ -269,6 +269,31 @@ static void test_malformed_numbers(void **state)
 	}
 }
 
+/* -o watch=: the default, every name, and a bad one naming them all. */
+static void test_watch_option(void **state)
+{
+	struct fixture *f = *state;
+	const enum afs_watch_mode want[] = {AFS_WATCH_AUTO, AFS_WATCH_FANOTIFY,
+					    AFS_WATCH_INOTIFY, AFS_WATCH_OFF};
+
+	assert_int_equal(parse(f, "s", "m", NULL), 0);
+	assert_int_equal(f->o.watch, AFS_WATCH_AUTO);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char opt[64];
+
+		snprintf(opt, sizeof(opt), "watch=%s", afs_watch_mode_names[i]);
+		afs_opts_free(&f->o);
+		afs_opts_init(&f->o);
+		assert_int_equal(parse(f, "-o", opt, "s", "m", NULL), 0);
+		assert_int_equal(f->o.watch, want[i]);
+	}
+	afs_opts_free(&f->o);
+	afs_opts_init(&f->o);
+	assert_error(f, parse(f, "-o", "watch=dnotify", "s", "m", NULL),
+		     "expected auto, fanotify, inotify or off");
+	assert_int_equal(f->o.watch, AFS_WATCH_AUTO);
+}
+
 static void test_value_where_none_taken(void **state)
 {
 	struct fixture *f = *state;
@@ -632,6 +657,7 @@ int main(void)
 		T(test_default_permissions_without_allow_other),
 		T(test_fsname_escaped),
 		T(test_warm_state),
+		T(test_watch_option),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -296,10 +296,11 @@ static const struct key_spec stream_keys[] = {
 	{"cap", 'i'},	{"windows", 'i'}, {"thrash", 'i'}, {"waste", 'i'},
 };
 static const struct key_spec root_top[] = {
-	{"version", 's'}, {"uptime_s", 'i'},	   {"started", 's'},
-	{"options", 'o'}, {"cache", 'o'},	   {"memory", 'o'},
-	{"backing", 'o'}, {"readahead", 'o'},	   {"files", 'o'},
-	{"warm", 'o'},	  {"uncached_reads", 'i'}, {"revalidations", 'i'},
+	{"version", 's'},	{"uptime_s", 'i'},  {"started", 's'},
+	{"options", 'o'},	{"cache", 'o'},	    {"memory", 'o'},
+	{"backing", 'o'},	{"readahead", 'o'}, {"files", 'o'},
+	{"warm", 'o'},		{"watch", 'o'},	    {"uncached_reads", 'i'},
+	{"revalidations", 'i'},
 };
 static const struct key_spec root_files[] = {
 	{"idle", 'i'},	       {"idle_max", 'i'},
