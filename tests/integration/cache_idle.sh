@@ -9,6 +9,9 @@
 #   - a file changed behind the mount while idle brings nothing stale back:
 #     the new bytes are read, counted as revived_changed;
 #   - idle_files=N bounds the idle files, the oldest freed first.
+# The mount runs without the backing watcher (watch=off): with it, the
+# change is seen as it happens, before the revival this test is about
+# (that path is tests/integration/watch.sh's).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cache_lib.sh"
@@ -17,7 +20,7 @@ afs_require_root
 
 M=$AFS_MNT
 size=$((4 << 20))
-ac_mount_ext4 128 idle_files=3
+ac_mount_ext4 128 idle_files=3,watch=off
 S=$AFS_SRC
 dev=$(basename "$AFS_LOOPDEV")
 

@@ -97,6 +97,7 @@ done
 echo "$readers smbclient readers x $((size >> 20)) MiB through smbd: bytes match (${secs}s)"
 
 js=$(ac_stats "$AFS_MNT/big")
+python3 -c 'import json, sys; print("decisions:", {k: v for k, v in json.loads(sys.argv[1])["readahead"]["decisions"].items() if v})' "$js"
 srv_assert_readahead "$js" "smbd, $readers smbclient readers"
 srv_stop smbd
 ac_umount
