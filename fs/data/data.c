@@ -289,6 +289,16 @@ static void idle_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
 	__atomic_store_n(&a->nidle, a->nidle - 1, __ATOMIC_RELAXED);
 }
 
+/* Take a reference under files_lock.  An idle file (no reference left)
+ * leaves the idle LRU first: the LRU holds only files no one references,
+ * so that trimming it never frees a file someone holds, and the last put
+ * parks a file there once. */
+static void ref_locked(struct afs_ahead *a, struct afs_fcache *fc)
+{
+	if (!fc->refs++ && fc->idle)
+		idle_unlink_locked(a, fc);
+}
+
 static void idle_push_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
 	fc->idle = true;
@@ -378,10 +388,9 @@ int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
 			if (key_equal(&fc->key, key))
 				break;
 		if (fc) {
-			bool revived = !fc->refs++;
+			bool revived = !fc->refs;
 
-			if (fc->idle)
-				idle_unlink_locked(a, fc);
+			ref_locked(a, fc);
 			pthread_mutex_unlock(&a->files_lock);
 			if (fresh)
 				fcache_free(fresh); /* another thread won */
@@ -575,7 +584,7 @@ int afs_fcache_find(struct afs_ahead *a, const struct afs_file_key *key,
 		if (key_equal(&fc->key, key))
 			break;
 	if (fc)
-		fc->refs++;
+		ref_locked(a, fc);
 	pthread_mutex_unlock(&a->files_lock);
 	*out = fc;
 	return fc ? 0 : -ENOENT;
@@ -610,7 +619,7 @@ int afs_ahead_outside_all(struct afs_ahead *a, size_t *count)
 		return -ENOMEM;
 	for (size_t b = 0; b < a->nbuckets; b++)
 		for (struct afs_fcache *fc = a->files[b]; fc; fc = fc->next) {
-			fc->refs++;
+			ref_locked(a, fc);
 			all[n++] = fc;
 		}
 	pthread_mutex_unlock(&a->files_lock);

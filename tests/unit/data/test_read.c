@@ -658,6 +658,40 @@ static void test_files_snapshot(void **state)
 	afs_fcache_put(fc[2]);
 }
 
+/* The watcher's references on idle files: a find or an overflow takes the
+ * file off the idle LRU while it holds it, and the put parks it there
+ * again once (it crashed the daemon's exit: a file held by the watcher was
+ * trimmed from the LRU, or freed while still linked on it). */
+static void test_idle_found_by_watcher(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct afs_fcache *found, *old = fx->fc;
+	struct reply r = {0};
+	size_t n = 0;
+
+	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
+	settle(fx);
+	afs_fcache_put(fx->fc); /* idle */
+	fx->fc = NULL;
+	assert_int_equal(fx->a->nidle, 1);
+	assert_int_equal(afs_fcache_find(fx->a, &key, &found), 0);
+	assert_ptr_equal(found, old);
+	assert_int_equal(fx->a->nidle, 0); /* held: not on the LRU */
+	assert_int_equal(afs_ahead_drop_idle(fx->a), 0);
+	afs_fcache_put(found);
+	assert_int_equal(fx->a->nidle, 1);
+	assert_int_equal(afs_ahead_outside_all(fx->a, &n), 0);
+	assert_int_equal(n, 1);
+	/* Its pages went with the overflow: the put freed it, and unlinked
+	 * from the LRU first (a file left linked there was the crash). */
+	assert_int_equal(fx->a->nidle, 0);
+	assert_int_equal(fx->a->nfiles, 0);
+	assert_int_equal(afs_ahead_drop_idle(fx->a), 0);
+	assert_int_equal(afs_ahead_outside_all(fx->a, &n), 0);
+	assert_int_equal(n, 0);
+}
+
 /* What a backing watcher calls: a find by key never creates; an outside
  * change drops the pages and counts even when the identity looks the same
  * (@force), or only when it differs; without an identity, the next
@@ -740,6 +774,7 @@ int main(void)
 		T(test_idle_limit),
 		T(test_files_snapshot),
 		T(test_outside_changes),
+		T(test_idle_found_by_watcher),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
