@@ -29,9 +29,13 @@ size=$((48 << 20))
 # direct: every read reaches aheadfs, so the rates keep moving
 afs_mount -o read_mode=direct,cache_size=40M
 ac_hold "$M/f"
-(while :; do "$AC_IO" check "$M/f" 7 >/dev/null || exit 1; done) &
+# Stopped by a flag file, not a signal: a killed loop would leave its
+# running reader holding the file, and the unmount would find it busy.
+(while [ ! -e "$AFS_WORK/stop-reader" ]; do
+	"$AC_IO" check "$M/f" 7 >/dev/null || exit 1
+done) &
 reader=$!
-cleanup_reader() { kill "$reader" 2>/dev/null || true; wait "$reader" 2>/dev/null || true; }
+cleanup_reader() { touch "$AFS_WORK/stop-reader"; wait "$reader" 2>/dev/null || true; }
 
 # check_view FILE ROWS NAMES: the lines of a --watch run (python3).
 check_view()
