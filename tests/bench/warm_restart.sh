@@ -5,7 +5,9 @@
 # its map, the daemon is unmounted, the caches dropped, and a new daemon
 # mounted -- cold (no warm_state) or warm (the saved map) -- over a
 # direct-I/O loop device throttled to IOPS reads a second (blkio cgroup),
-# the cost model of disks.  At once a paced reader (RATE requests a second
+# the cost model of disks.  DELAY seconds later (the clients coming back
+# after the restart; the same wait in both variants) a paced reader
+# (RATE requests a second
 # of 64 KiB at random offsets inside the hot ranges, as a server's clients
 # would ask) starts and runs for SECONDS.  Printed per variant and per
 # BUCKET seconds: requests served, their median and 99th percentile
@@ -16,7 +18,8 @@
 #       [SECONDS [RATE [IOPS]]]
 #   SECONDS  the reader's run (default 60); RATE requests a second
 #            (default 100); IOPS the device's read limit (default 300)
-# Knobs: FILE_MIB (default 512), HOT_MIB (default 96), BUCKET (default 5).
+# Knobs: FILE_MIB (default 512), HOT_MIB (default 96), BUCKET (default 5),
+# DELAY (default 5).
 set -euo pipefail
 . "$(dirname "$0")/../integration/lib.sh"
 afs_require_fuse
@@ -27,6 +30,7 @@ IOPS=${3:-300}
 FILE_MIB=${FILE_MIB:-512}
 HOT_MIB=${HOT_MIB:-96}
 BUCKET=${BUCKET:-5}
+DELAY=${DELAY:-5}
 afs_loop_ext4 $((FILE_MIB + 128))
 head -c "${FILE_MIB}M" /dev/urandom >"$AFS_SRC/big"
 sync
@@ -119,7 +123,9 @@ for variant in cold warm; do
 	else
 		afs_mount
 	fi
-	echo "$variant ($HOT_MIB MiB hot of $FILE_MIB MiB, $RATE requests/s of 64 KiB, device $IOPS IOPS):"
+	stat "$AFS_MNT" >/dev/null
+	sleep "$DELAY"
+	echo "$variant ($HOT_MIB MiB hot of $FILE_MIB MiB, $RATE requests/s of 64 KiB after ${DELAY} s, device $IOPS IOPS):"
 	python3 -c "$reader_py" "$AFS_MNT/big" "$hot" "$SECONDS_RUN" "$RATE" \
 		"$BUCKET" "/sys/block/$dev/stat"
 	if [ "$variant" = warm ]; then
