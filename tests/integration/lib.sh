@@ -193,7 +193,9 @@ afs_mount()
 	# Not afs_as_user: the daemon keeps the environment (ASAN_OPTIONS).
 	[ -z "${AFS_DAEMON_AS_USER:-}" ] || as=(setpriv --reuid="$AFS_UID" \
 		--regid="$AFS_GID" --init-groups --)
-	env --default-signal=INT,QUIT "${as[@]}" "$AHEADFS" -f "$@" "$AFS_SRC" \
+	local daemon=$AHEADFS
+	[ -z "${AFS_DAEMON_AS_USER:-}" ] || daemon=$AFS_UBIN/aheadfs
+	env --default-signal=INT,QUIT "${as[@]}" "$daemon" -f "$@" "$AFS_SRC" \
 		"$AFS_MNT" >"$log" 2>&1 &
 	AFS_PID=$!
 	AFS_LOG=$log
@@ -386,6 +388,11 @@ afs_test_user()
 	AFS_UBIN=$AFS_WORK/bin
 	mkdir -p "$AFS_UBIN"
 	cp "$AFS_TESTBIN"/afs_* "$AFS_UBIN/"
+	# What the user runs must be reachable by the user: a clone under
+	# /root (0700, as on a fresh machine) is not.
+	cp "$AHEADFS" "$AFS_UBIN/aheadfs"
+	[ -z "${AHEADFS_STAT:-}" ] || cp "$AHEADFS_STAT" "$AFS_UBIN/aheadfs-stat"
+	cp "$(dirname "${BASH_SOURCE[0]}")"/*.py "$AFS_UBIN/" 2>/dev/null || true
 	chmod -R a+rX "$AFS_UBIN"
 }
 

@@ -177,7 +177,7 @@ for p in (M, M + "/big"):
     json.loads(out.stdout)
 sys.exit(bad)
 '
-afs_as_user python3 -c "$owner_py" "$AFS_MNT" "$S" "$AHEADFS_STAT" ||
+afs_as_user python3 -c "$owner_py" "$AFS_MNT" "$S" "$AFS_UBIN/aheadfs-stat" ||
 	afs_fail "the owner was not served correctly (lines above)"
 afs_umount
 # What the write-only opens wrote, read on the backing.

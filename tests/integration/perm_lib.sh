@@ -75,7 +75,7 @@ perm_matrix()
 		shift
 	done
 	shift
-	"${as[@]}" python3 "$(dirname "${BASH_SOURCE[0]}")/perm_matrix.py" \
+	"${as[@]}" python3 "$AFS_UBIN/perm_matrix.py" \
 		"$AFS_WORK" "$@" >"$AFS_WORK/matrix.out" || rc=$?
 	cat "$AFS_WORK/matrix.out"
 	[ "$rc" -eq 0 ] ||
