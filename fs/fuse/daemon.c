@@ -378,6 +378,11 @@ static int run(struct afs_opts *o)
 		goto out_signals;
 	}
 	afs_log_capture_fuse(false);
+	rc = afs_devio_install(se);
+	if (rc) {
+		afs_log(LOG_ERR, "cannot serve /dev/fuse: %s", strerror(-rc));
+		goto out_unmount;
+	}
 	apply_mount_attrs(o);
 	if (!o->foreground)
 		afs_log_to_syslog();

@@ -180,6 +180,14 @@ void afs_tune_bdi_once(struct afs_fs *fs);
 /* Operations, by file. */
 /* ops_entry.c */
 void afs_op_init(void *userdata, struct fuse_conn_info *conn);
+
+/**
+ * afs_devio_install() - Serve @se's /dev/fuse through devio.c's hooks,
+ * which negotiate FUSE_HANDLE_KILLPRIV_V2 where the kernel offers it.
+ * Context: After fuse_session_mount(), before the session loop.
+ * Return: 0, or a negative errno.
+ */
+int afs_devio_install(struct fuse_session *se);
 void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void afs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void afs_op_forget_multi(fuse_req_t req, size_t count,

@@ -223,9 +223,10 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	unsigned capable = conn->capable;
 
 	/* Coherency first: no parallel dirops, no writeback cache (but as
-	 * -o write_mode=writeback asks, below); no kill-priv handling by us
-	 * (libfuse 3.14 never passes FUSE_CAP_HANDLE_KILLPRIV on to the
-	 * kernel: the kernel sends the SETATTR that clears suid/sgid, see
+	 * -o write_mode=writeback asks, below); not the first kill-priv
+	 * protocol (libfuse 3.14 never passes FUSE_CAP_HANDLE_KILLPRIV on to
+	 * the kernel), the second one where the kernel offers it (devio.c;
+	 * without it the kernel sends the SETATTR that clears suid/sgid, see
 	 * kill_bits()); no splice (replies come from the cache's pages).
 	 * Async reads stay on:
 	 * the kernel's readahead then runs in the background instead of

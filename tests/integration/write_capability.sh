@@ -8,7 +8,11 @@
 #      kill-privilege on the next write by root removes it, as on the backing;
 #   3. a capability set behind the mount is seen once the daemon notices the
 #      change: an entry or attribute reply after their timeouts (the names'
-#      0.2 s ends first, so the kernel asks with LOOKUP, not GETATTR).
+#      0.2 s ends first, so the kernel asks with LOOKUP, not GETATTR);
+#   4. the kernel asks at all only once per file: with handle_killpriv_v2
+#      negotiated (fs/fuse/devio.c) 2000 writes send at most a handful of
+#      GETXATTR requests (counted in the daemon's -d log), in both write
+#      modes, where libfuse 3.14 alone would send one per write(2).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 afs_require_fuse
@@ -67,4 +71,24 @@ stat "$M" >/dev/null
 getcap "$M" | grep -q cap_net_admin ||
 	afs_fail "a capability set behind the mount is not seen after a getattr"
 afs_umount
+
+# 4. GETXATTR requests per write(2), from the daemon's own request log.
+for wm in writethrough writeback; do
+	afs_mount -d -o write_mode=$wm
+	dd if="$AFS_WORK/data" of="$AFS_MNT/v2.$wm" bs=4k count=2000 status=none
+	sync "$AFS_MNT/v2.$wm"
+	n=$(grep -c "opcode: GETXATTR " "$AFS_LOG" || true)
+	w=$(grep -c "opcode: WRITE " "$AFS_LOG" || true)
+	echo "$wm: 2000 write(2) calls sent $w WRITE and $n GETXATTR requests"
+	if grep -q "handle_killpriv_v2" "$AFS_LOG"; then
+		[ "$n" -le 5 ] || afs_fail "$wm: 2000 writes sent $n GETXATTR requests with handle_killpriv_v2"
+	else
+		minor=$(sed -n 's/.*protocol 7\.\([0-9]*\).*/\1/p' "$AFS_LOG" | head -n1)
+		[ -n "$minor" ] && [ "$minor" -lt 33 ] ||
+			afs_fail "$wm: the kernel speaks protocol 7.$minor but handle_killpriv_v2 was not negotiated"
+		echo "$wm: protocol 7.$minor has no handle_killpriv_v2: one GETXATTR per write(2)"
+	fi
+	cmp "$AFS_MNT/v2.$wm" <(head -c 8192000 "$AFS_WORK/data") || afs_fail "$wm: the writes did not land"
+	afs_umount
+done
 echo "write_capability: ok"
