@@ -145,11 +145,21 @@ int afs_ahead_create(const struct afs_ahead_config *cfg, struct afs_ahead **out,
 			 strerror(-rc));
 		goto out_lock;
 	}
+	if (a->cfg.write_behind) {
+		rc = afs_behind_create(&a->behind_counts, &a->behind);
+		if (rc) {
+			snprintf(err, errlen, "cannot start write-behind: %s",
+				 strerror(-rc));
+			goto out_pressure;
+		}
+	}
 	clock_gettime(CLOCK_MONOTONIC, &a->started);
 	a->started_wall = time(NULL);
 	*out = a;
 	return 0;
 
+out_pressure:
+	afs_pressure_stop(a->pressure);
 out_lock:
 	pthread_mutex_destroy(&a->files_lock);
 out_files:
@@ -167,6 +177,7 @@ void afs_ahead_destroy(struct afs_ahead *a)
 {
 	if (!a)
 		return;
+	afs_behind_destroy(a->behind);
 	afs_ahead_drop_idle(a);
 	assert(!a->nfiles);
 	afs_pressure_stop(a->pressure);

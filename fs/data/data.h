@@ -97,6 +97,17 @@
  * (docs/benchmarks.md). */
 #define AFS_RA_AUTO_FLOOR (4u << 20)
 
+/* The write-behind piece by default (-o write_behind=; behind.c,
+ * docs/tuning.md). */
+#define AFS_WRITE_BEHIND_DEFAULT (8u << 20)
+/* Pieces queued for the write-behind thread at most (behind.c). */
+#define AFS_BEHIND_QUEUE 64
+/* How far a write may land from a run's end and still belong to it
+ * (behind.c): the kernel's writeback has up to 64 requests of up to 1 MiB
+ * in flight (AFS_MAX_BACKGROUND), and the serving threads take them in any
+ * order. */
+#define AFS_BEHIND_GAP (16u << 20)
+
 /* Idle files kept by default (-o idle_files=; docs/tuning.md). */
 #define AFS_IDLE_FILES_DEFAULT 4096
 /* The most -o idle_files= takes. */
@@ -134,6 +145,8 @@ extern const char *const afs_write_mode_names[];
  * @manual_reclaim: no reclaimer thread (unit tests evict by hand).
  * @idle_files: most idle files kept ("Idle files" above); 0: the default,
  *	AFS_IDLE_FILES_DEFAULT.
+ * @write_behind: -o write_behind=: the piece of a sequential run of writes
+ *	handed to the backing's writeback at once (behind.c); 0: off.
  */
 struct afs_ahead_config {
 	uint64_t cache_size;
@@ -143,6 +156,7 @@ struct afs_ahead_config {
 	enum afs_write_mode write_mode;
 	bool manual_reclaim;
 	unsigned int idle_files;
+	uint64_t write_behind;
 };
 
 struct afs_fcache;
@@ -169,6 +183,14 @@ struct afs_ahead {
 	uint64_t revalidations; /* __atomic: changes behind the mount seen */
 	struct afs_pressure *pressure; /* pressure.h; NULL: no cgroup limit */
 	uint64_t demand_misses; /* __atomic: reads that missed (not hits) */
+	/* write-behind (behind.c): its thread and queue, NULL when off */
+	struct afs_behind *behind;
+	struct afs_behind_counts {
+		uint64_t pieces; /* handed to the backing's writeback */
+		uint64_t bytes; /* their bytes */
+		uint64_t failed; /* sync_file_range() calls that failed */
+		uint64_t skipped; /* pieces left to the kernel (queue full) */
+	} behind_counts; /* __atomic */
 	/* what the backing watcher did (fs/watch/watch.h), __atomic */
 	struct afs_watch_counts watch;
 	pthread_mutex_t files_lock; /* the table below, every fc->refs */
@@ -209,6 +231,8 @@ struct afs_fcache {
 	uint64_t size; /* __atomic (written under lock): EOF */
 	struct timespec mtime, ctime; /* under lock */
 	struct ra_state ra; /* readahead state of reads without a handle */
+	/* under lock: the run of writes being handed over (behind.c) */
+	uint64_t behind_from, behind_next, behind_bytes;
 	uint64_t changes; /* __atomic: changes behind the mount seen */
 	uint64_t uncached_reads; /* __atomic */
 	uint64_t revalidations; /* __atomic */
@@ -463,6 +487,32 @@ void afs_fcache_changed(struct afs_fcache *fc, int fd, uint64_t off,
  * Context: Serving thread, after the backing call returned.
  */
 void afs_fcache_touched(struct afs_fcache *fc, int fd);
+
+/**
+ * afs_fcache_written() - A write of [@off, @off + @len) through @fd has
+ * been answered: with cfg.write_behind set, a sequential run's finished
+ * pieces are handed to the backing's writeback (behind.c: what a run is,
+ * why, what is left to the kernel).  @fc may be NULL.
+ * Context: Serving thread, after the reply (sync_file_range() may wait for
+ * the device's queue); takes fc->lock.
+ */
+void afs_fcache_written(struct afs_fcache *fc, int fd, uint64_t off,
+			uint64_t len);
+
+struct afs_behind;
+struct afs_behind_counts;
+/**
+ * afs_behind_create() - The write-behind queue of a mount (behind.c),
+ * counting into @counts; its thread starts with the first piece.
+ * Return: 0, or -ENOMEM or another negative errno.
+ */
+int afs_behind_create(struct afs_behind_counts *counts,
+		      struct afs_behind **out);
+/**
+ * afs_behind_destroy() - Hand over what is queued, stop the thread, free.
+ * @b may be NULL.
+ */
+void afs_behind_destroy(struct afs_behind *b);
 
 /**
  * afs_handle_init() - A handle on @fc's file: @fd opened with the caller's

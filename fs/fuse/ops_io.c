@@ -539,11 +539,18 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	if (n >= 0)
 		afs_fcache_changed(afs_inode_fc(t.inode), t.fd, (uint64_t)at,
 				   (uint64_t)n, false);
-	io_target_put(afs_req_fs(req), &t);
-	if (n < 0)
+	if (n < 0) {
+		io_target_put(afs_req_fs(req), &t);
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	/* Before the reply: once the kernel has it, a RELEASE may close the
+	 * handle and drop the inode.  Synced writes are on the device. */
+	if (!(rwf & (RWF_DSYNC | RWF_SYNC)) && !(fi->flags & O_DSYNC))
+		afs_fcache_written(afs_inode_fc(t.inode), t.fd, (uint64_t)at,
+				   (uint64_t)n);
+	io_target_put(afs_req_fs(req), &t);
+	fuse_reply_write(req, (size_t)n);
 }
 
 void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -120,6 +120,9 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "backing reads: auto (O_DIRECT where allowed, default), direct, "
 	 "buffered",
 	 0, 0, ra_backing_io_names},
+	{"write_behind", OPT_BYTES, true, F(ahead.write_behind), 0, 1 * GIB,
+	 "hand each finished piece of this size of a sequential run of writes "
+	 "to the backing's writeback at once; 0: off (default 8M)"},
 	{"idle_files", OPT_UINT, true, F(ahead.idle_files), 1,
 	 AFS_IDLE_FILES_MAX,
 	 "files no one uses kept with their cache, oldest dropped first "
@@ -220,6 +223,7 @@ void afs_opts_init(struct afs_opts *o)
 	o->clone_fd = true;
 	o->max_threads = 10;
 	o->max_idle_threads = 10;
+	o->ahead.write_behind = AFS_WRITE_BEHIND_DEFAULT;
 	o->attr_timeout = 1.0;
 	o->entry_timeout = -1; /* afs_opts_entry_timeout() */
 }

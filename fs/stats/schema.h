@@ -119,6 +119,8 @@
 	X(, started, TEXT, "when the mount started, UTC")                      \
 	X(options, read_mode, TEXT, "kernel or direct")                        \
 	X(options, write_mode, TEXT, "writethrough or writeback")              \
+	X(options, write_behind, GAUGE,                                        \
+	  "the write-behind piece in bytes, 0 off")                            \
 	X(options, cache_size, GAUGE, "the cache's memory budget in bytes")    \
 	X(options, ra_max, GAUGE,                                              \
 	  "the readahead window cap in bytes, 0 automatic")                    \
@@ -203,6 +205,13 @@
 	  "files and names dropped from both caches on an event")              \
 	X(watch, overflows, COUNTER,                                           \
 	  "queue overflows: every file's caches dropped")                      \
+	X(writes, behind_pieces, COUNTER,                                      \
+	  "pieces of sequential writes handed to the backing's writeback")     \
+	X(writes, behind_bytes, COUNTER, "... and their bytes")                \
+	X(writes, behind_skipped, COUNTER,                                     \
+	  "pieces left to the kernel's writeback: the queue was full")         \
+	X(writes, behind_failed, COUNTER,                                      \
+	  "pieces whose sync_file_range() failed")                             \
 	AFS_SCHEMA_TAIL(X)
 
 enum afs_stat_kind {

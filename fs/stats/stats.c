@@ -146,6 +146,7 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_CACHE_files(key)
 #define COPY_CACHE_warm(key)
 #define COPY_CACHE_watch(key)
+#define COPY_CACHE_writes(key)
 
 /* The watcher's members: the schema's keys are struct afs_watch_counts's
  * field names (fs/data/data.h). */
@@ -159,6 +160,7 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_WATCH_memory(key)
 #define COPY_WATCH_files(key)
 #define COPY_WATCH_warm(key)
+#define COPY_WATCH_writes(key)
 
 static void root_watch(struct afs_stats_root *s,
 		       const struct afs_watch_counts *w)
@@ -306,6 +308,7 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->options_read_mode = ra_name_of(afs_read_mode_names, cfg->read_mode);
 	s->options_write_mode =
 		ra_name_of(afs_write_mode_names, cfg->write_mode);
+	s->options_write_behind = cfg->write_behind;
 	s->options_cache_size = cfg->cache_size;
 	s->options_ra_max = tune.max_bytes;
 	s->options_ra_workers = es.workers;
@@ -348,6 +351,10 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->warm_checkpoints = ar.warm.checkpoints;
 	s->warm_refused = ar.warm.refused;
 	root_watch(s, &ar.watch);
+	s->writes_behind_pieces = ar.behind.pieces;
+	s->writes_behind_bytes = ar.behind.bytes;
+	s->writes_behind_skipped = ar.behind.skipped;
+	s->writes_behind_failed = ar.behind.failed;
 	s->_uncached_reads = ar.uncached_reads;
 	s->_revalidations = ar.revalidations;
 }

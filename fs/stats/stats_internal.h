@@ -54,6 +54,7 @@ struct afs_stats_aref {
 	uint64_t idle, idle_max, revived, revived_changed, idle_dropped;
 	struct afs_warm_counters warm;
 	struct afs_watch_counts watch; /* a copy */
+	struct afs_behind_counts behind; /* a copy */
 };
 
 /** afs_stats_aref() - @a's state.  Context: any. */

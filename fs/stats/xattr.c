@@ -98,6 +98,13 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 	WATCH_COPY(invalidated);
 	WATCH_COPY(overflows);
 #undef WATCH_COPY
+#define BEHIND_COPY(f)                                                         \
+	out->behind.f = __atomic_load_n(&a->behind_counts.f, __ATOMIC_RELAXED)
+	BEHIND_COPY(pieces);
+	BEHIND_COPY(bytes);
+	BEHIND_COPY(skipped);
+	BEHIND_COPY(failed);
+#undef BEHIND_COPY
 }
 
 ssize_t afs_stats_size_answer(size_t len)

@@ -296,11 +296,17 @@ static const struct key_spec stream_keys[] = {
 	{"cap", 'i'},	{"windows", 'i'}, {"thrash", 'i'}, {"waste", 'i'},
 };
 static const struct key_spec root_top[] = {
-	{"version", 's'},	{"uptime_s", 'i'},  {"started", 's'},
-	{"options", 'o'},	{"cache", 'o'},	    {"memory", 'o'},
-	{"backing", 'o'},	{"readahead", 'o'}, {"files", 'o'},
-	{"warm", 'o'},		{"watch", 'o'},	    {"uncached_reads", 'i'},
-	{"revalidations", 'i'},
+	{"version", 's'},	 {"uptime_s", 'i'},	 {"started", 's'},
+	{"options", 'o'},	 {"cache", 'o'},	 {"memory", 'o'},
+	{"backing", 'o'},	 {"readahead", 'o'},	 {"files", 'o'},
+	{"warm", 'o'},		 {"watch", 'o'},	 {"writes", 'o'},
+	{"uncached_reads", 'i'}, {"revalidations", 'i'},
+};
+static const struct key_spec root_writes[] = {
+	{"behind_pieces", 'i'},
+	{"behind_bytes", 'i'},
+	{"behind_skipped", 'i'},
+	{"behind_failed", 'i'},
 };
 static const struct key_spec root_files[] = {
 	{"idle", 'i'},	       {"idle_max", 'i'},
@@ -313,10 +319,10 @@ static const struct key_spec root_warm[] = {
 	{"refused", 'i'},
 };
 static const struct key_spec root_options[] = {
-	{"read_mode", 's'},  {"write_mode", 's'}, {"cache_size", 'i'},
-	{"ra_max", 'i'},     {"ra_workers", 'i'}, {"stripe", 'i'},
-	{"chunk", 'i'},	     {"context_ra", 's'}, {"stream_table", 's'},
-	{"backing_io", 's'},
+	{"read_mode", 's'},    {"write_mode", 's'}, {"write_behind", 'i'},
+	{"cache_size", 'i'},   {"ra_max", 'i'},	    {"ra_workers", 'i'},
+	{"stripe", 'i'},       {"chunk", 'i'},	    {"context_ra", 's'},
+	{"stream_table", 's'}, {"backing_io", 's'},
 };
 static const struct key_spec root_cache[] = {
 	{"budget_bytes", 'i'},
@@ -542,6 +548,7 @@ static void test_root_stats(void **state)
 	assert_true(ival(c, "used_bytes") > 0);
 
 	CHECK(json_get(root, "memory"), root_memory);
+	CHECK(json_get(root, "writes"), root_writes);
 	CHECK(json_get(root, "backing"), root_backing);
 	assert_int_equal(ival(json_get(root, "backing"), "bytes"),
 			 es.backing_bytes);
