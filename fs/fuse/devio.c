@@ -58,6 +58,19 @@ static ssize_t devio_read(int fd, void *buf, size_t len, void *userdata)
 	return n;
 }
 
+/* The INIT reply (@out, @arg of @len bytes): add the flag if offered. */
+static void patch_init(const struct fuse_out_header *out,
+		       struct fuse_init_out *arg, size_t len)
+{
+	if (out->error || len < offsetof(struct fuse_init_out, flags) + 4 ||
+	    !(__atomic_load_n(&init_flags, __ATOMIC_RELAXED) &
+	      FUSE_HANDLE_KILLPRIV_V2))
+		return;
+	arg->flags |= FUSE_HANDLE_KILLPRIV_V2;
+	afs_log(LOG_INFO, "kill-privilege handled by aheadfs "
+			  "(handle_killpriv_v2)");
+}
+
 static ssize_t devio_writev(int fd, struct iovec *iov, int count,
 			    void *userdata)
 {
@@ -69,18 +82,7 @@ static ssize_t devio_writev(int fd, struct iovec *iov, int count,
 		uint64_t u = __atomic_load_n(&init_unique, __ATOMIC_ACQUIRE);
 
 		if (u && out->unique == u) {
-			struct fuse_init_out *arg = iov[1].iov_base;
-
-			if (!out->error &&
-			    iov[1].iov_len >= offsetof(struct fuse_init_out,
-						       flags) +
-						      sizeof(uint32_t) &&
-			    (init_flags & FUSE_HANDLE_KILLPRIV_V2)) {
-				arg->flags |= FUSE_HANDLE_KILLPRIV_V2;
-				afs_log(LOG_INFO,
-					"kill-privilege handled by aheadfs "
-					"(handle_killpriv_v2)");
-			}
+			patch_init(out, iov[1].iov_base, iov[1].iov_len);
 			__atomic_store_n(&init_done, true, __ATOMIC_RELEASE);
 		}
 	}
