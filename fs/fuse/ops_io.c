@@ -205,6 +205,16 @@ static void release_file(struct afs_fs *fs, struct afs_file *f)
 	afs_open_release(fs, &f->open);
 }
 
+/* Whether the backing may clear setuid/setgid on what @req does as its
+ * caller (a write, truncate or chown by anyone but root, under a root
+ * daemon that switched to the caller's ids): then the kernel's cached mode
+ * may be left stale, since with handle_killpriv_v2 (devio.c) no SETATTR of
+ * the kernel's own carries the new mode back. */
+static bool kill_privs_possible(fuse_req_t req)
+{
+	return afs_req_fs(req)->as_root && fuse_req_ctx(req)->uid != 0;
+}
+
 /*
  * Hand @fd, opened on @inode (whose reference the file takes over), to the
  * kernel as @fi.  A regular file gets its readahead side (opened by its
@@ -214,7 +224,8 @@ static void release_file(struct afs_fs *fs, struct afs_file *f)
  * such changes moved since the kernel was last told (here or at getattr)
  * -- the kernel drops its attributes now and its cached pages as it opens.
  * An O_TRUNC open has truncated the backing (atomic_o_trunc): the pages go
- * as for a truncate through the mount.
+ * as for a truncate through the mount, and, where the truncation may have
+ * cleared setuid/setgid (kill_privs_possible()), the kernel's attributes.
  */
 static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 		       struct fuse_file_info *fi, bool created)
@@ -222,7 +233,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_file *f = calloc(1, sizeof(*f));
 	struct afs_fcache *fc = NULL;
-	bool direct_io = false, stale = false;
+	bool direct_io = false, stale = false, truncated = false;
 	struct stat st;
 	int rc;
 
@@ -241,7 +252,8 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 			free(f);
 			return -ENOMEM;
 		}
-		if (!created && (fi->flags & O_TRUNC))
+		truncated = !created && (fi->flags & O_TRUNC);
+		if (truncated)
 			afs_fcache_changed(fc, fd, 0, 0, true);
 		else if (!created)
 			afs_fcache_revalidate(fc, &st);
@@ -285,7 +297,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 	 * WRITE of dirty mmap pages that this thread, still inside the OPEN,
 	 * might be the one to serve.  keep_cache 0 drops them as the kernel
 	 * opens. */
-	if (stale && fs->se)
+	if ((stale || (truncated && kill_privs_possible(req))) && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, inode->nodeid, -1, 0);
 	return 0;
 }
@@ -448,14 +460,30 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * caller's ids clears exactly what the same write on the backing would; a
  * root daemon writing as itself (CAP_FSETID) would clear nothing.  One
  * fstat per write of a non-root caller; the ids are switched only for a
- * file that still has either bit. */
-static bool kill_privs_as_caller(fuse_req_t req, int fd)
+ * file that still has either bit.  Return: those bits (0: write as the
+ * daemon). */
+static mode_t kill_privs_as_caller(fuse_req_t req, int fd)
 {
 	struct stat st;
 
-	if (!afs_req_fs(req)->as_root || fuse_req_ctx(req)->uid == 0)
-		return false;
-	return !fstat(fd, &st) && (st.st_mode & (S_ISUID | S_ISGID));
+	if (!kill_privs_possible(req) || fstat(fd, &st))
+		return 0;
+	return st.st_mode & (S_ISUID | S_ISGID);
+}
+
+/* After a write, fallocate or copy_file_range run as the caller on a file
+ * with setuid or setgid (kill_privs_as_caller()): if the backing cleared
+ * either, the kernel's cached mode must not keep it.  With
+ * handle_killpriv_v2 (devio.c) no SETATTR of the kernel's own carries the
+ * new mode back, so the attributes are invalidated (no page is touched:
+ * safe while the writer waits for this request's reply). */
+static void privs_killed(fuse_req_t req, fuse_ino_t ino, int fd, mode_t had)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && (st.st_mode & had) != had)
+		(void)fuse_lowlevel_notify_inval_inode(afs_req_fs(req)->se, ino,
+						       -1, 0);
 }
 
 /* The pwritev2() flags of a WRITE without a handle: the open's O_APPEND
@@ -510,6 +538,7 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		      off_t off, struct fuse_file_info *fi)
 {
 	struct io_target t;
+	mode_t had;
 	off_t at;
 	ssize_t n;
 	int rc = io_target(req, ino, fi, &t), rwf;
@@ -519,7 +548,8 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		return;
 	}
 	rwf = write_rwf(&t, fi->flags);
-	if (kill_privs_as_caller(req, t.fd)) {
+	had = kill_privs_as_caller(req, t.fd);
+	if (had) {
 		struct afs_creds c;
 
 		rc = afs_req_creds_enter(req, &c, false);
@@ -530,6 +560,8 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		}
 		n = write_data(bufv, t.fd, off, rwf, &at);
 		afs_creds_leave(&c);
+		if (n > 0)
+			privs_killed(req, ino, t.fd, had);
 	} else {
 		n = write_data(bufv, t.fd, off, rwf, &at);
 	}
@@ -597,7 +629,7 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 {
 	struct io_target t;
 	struct afs_creds c;
-	bool as_caller;
+	mode_t as_caller;
 	int rc = io_target(req, ino, fi, &t);
 
 	if (rc) {
@@ -613,6 +645,8 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 				     : -errno;
 		if (as_caller)
 			afs_creds_leave(&c);
+		if (as_caller && !rc)
+			privs_killed(req, ino, t.fd, as_caller);
 	}
 	/* Punched or zeroed bytes change; plain allocation only the size,
 	 * but the identity must follow either way. */
@@ -649,7 +683,7 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	struct io_target in, out;
 	off_t dst = off_out;
 	struct afs_creds c;
-	bool as_caller;
+	mode_t as_caller;
 	ssize_t n = -1;
 	int rc = io_target(req, ino_in, fi_in, &in);
 
@@ -674,6 +708,8 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			     : -errno;
 		if (as_caller)
 			afs_creds_leave(&c);
+		if (as_caller && !rc)
+			privs_killed(req, ino_out, out.fd, as_caller);
 	}
 	if (!rc)
 		afs_fcache_changed(afs_inode_fc(out.inode), out.fd,

@@ -36,9 +36,10 @@ setcap cap_net_raw+ep "$AFS_WORK/capref"
 # first directly and on the second through the mount, as root or (in a
 # child that drops to the test user's ids and groups) as the user, and
 # compares the outcome and what was left on the backing: mode, owner,
-# size, the capability.
+# size, the capability; and the mode the mount shows right after is the
+# backing's.
 matrix_py='
-import errno, os, sys
+import ctypes, errno, os, sys
 S, mnts, uid, gid, g1, g2, capref = sys.argv[1:8]
 uid, gid, g1, g2 = int(uid), int(gid), int(g1), int(g2)
 groups = os.getgrouplist("afs-test-user", gid)
@@ -108,6 +109,15 @@ def as_actor(actor, op, path, arg):
     os.waitpid(pid, 0)
     return out
 
+libc = ctypes.CDLL(None, use_errno=True)
+NR_STATX = {"x86_64": 332, "aarch64": 291}[os.uname().machine]
+def mode_only(path):
+    buf = ctypes.create_string_buffer(256)
+    # statx(AT_FDCWD, path, 0, STATX_MODE): stx_mode is the u16 at 28
+    if libc.syscall(NR_STATX, -100, path.encode(), 0, 2, buf):
+        raise OSError(ctypes.get_errno(), "statx " + path)
+    return int.from_bytes(buf.raw[28:30], "little") & 0o7777
+
 def left(path):
     st = os.stat(path)
     try:
@@ -155,8 +165,20 @@ for mnt in mnts.split(","):
                     os.chmod(p, m)
                     if cap:
                         os.setxattr(p, "security.capability", CAP)
+                    os.stat(via + "/" + f)  # the kernel caches the mode
                     out = as_actor(actor, op, via + "/" + f, arg)
                     res.append(out + " -> " + left(p))
+                    # The mode the mount shows at once is the one of the
+                    # backing (no stale setuid/setgid cached by the kernel;
+                    # a statx for the mode alone, as exec and permission
+                    # checks use it: a full stat refreshes more).
+                    seen = mode_only(via + "/" + f)
+                    if seen != os.stat(p).st_mode & 0o7777:
+                        print("FAIL: %s: mode %s owner %d:%d: %s by %s: the "
+                              "mount shows mode %o, the backing has %o" % (
+                              name, mode, o, g, op, actor, seen,
+                              os.stat(p).st_mode & 0o7777), file=sys.stderr)
+                        bad = 1
                 what = "%s: mode %s owner %d:%d: %s %s by %s" % (
                     name, mode, o, g, op, "" if arg is None else arg, actor)
                 want = res[0]
@@ -181,9 +203,9 @@ sys.exit(bad)
 mkdir -m 0755 "$S/direct" "$S/kernel" "$S/directmode" "$S/nodp"
 M1=$AFS_WORK/mnt-kernel M2=$AFS_WORK/mnt-direct M3=$AFS_WORK/mnt-nodp
 mkdir -p "$M1" "$M2" "$M3"
-AFS_MNT=$M1 afs_mount -o allow_other
-AFS_MNT=$M2 afs_mount -o allow_other,read_mode=direct
-AFS_MNT=$M3 afs_mount -o allow_other,no_default_permissions
+AFS_MNT=$M1 afs_mount -o allow_other,watch=off
+AFS_MNT=$M2 afs_mount -o allow_other,read_mode=direct,watch=off
+AFS_MNT=$M3 afs_mount -o allow_other,no_default_permissions,watch=off
 rc=0
 python3 -c "$matrix_py" "$S" \
 	"kernel=$M1/kernel,directmode=$M2/directmode,nodp=$M3/nodp" \
