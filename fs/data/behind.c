@@ -22,7 +22,10 @@
  * next write) and as many bytes were written in it (a dense run, not writes
  * scattered over the span), the span is handed over.  Files written
  * randomly, rewritten in place, or smaller than one piece are left to the
- * kernel's own writeback exactly as before.
+ * kernel's own writeback exactly as before.  (The run counts bytes, not
+ * pages: a region rewritten inside a run that also grows counts each time,
+ * and may make a sparse span look dense; handing over a span with clean
+ * holes costs nothing, its rewritten pages one more write each.)
  *
  * Who does it: one thread per mount, started with the first piece, runs
  * sync_file_range(2) with SYNC_FILE_RANGE_WRITE (start the writeback, wait
