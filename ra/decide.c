@@ -16,7 +16,8 @@
  * ahead of the reader.  A mark left by another reader (another handle,
  * thread or interleaved stream) does not match this handle's window; the
  * window is then rebuilt from the cache: it starts at the next hole after
- * the mark.
+ * the mark -- or, for a mark a followed stream was pushed past (a late
+ * request through a server's thread pool), at that stream's end.
  *
  * Nothing here sleeps, locks or allocates: the caller serialises access to
  * the state and the table, and the view is a hint (a hole scan under RCU
@@ -173,6 +174,12 @@ random:
 	decision_set(p, d, RA_KIND_RANDOM, index, req, 0);
 }
 
+/* Whether @index is the mark of @st's own window. */
+static bool own_mark(const struct ra_state *st, uint64_t index)
+{
+	return st->size && index == st->start + st->size - st->async_size;
+}
+
 /* docs/design.md's async rules on @st, with window cap @max. */
 static void async_rules(struct ra_state *st, const struct ra_params *p,
 			const struct ra_view *v, uint64_t index, uint64_t req,
@@ -180,7 +187,7 @@ static void async_rules(struct ra_state *st, const struct ra_params *p,
 {
 	uint64_t start, size;
 
-	if (st->size && index == st->start + st->size - st->async_size) {
+	if (own_mark(st, index)) {
 		size = ra_next_size(st->size, max);
 		decision_set(p, d, RA_KIND_ASYNC, st->start + st->size, size,
 			     size);
@@ -350,6 +357,39 @@ static void decide_async(struct ra_state *st, struct ra_stream_table *t,
 		return;
 	}
 	slot = ra_stream_match(t, index, req);
+	/*
+	 * A mark behind a followed stream's window, within its reach: a mark
+	 * the stream left and was pushed past, reached late -- a server's
+	 * thread pool delivered the request that carries it after requests
+	 * further on, which missed (smbd: 1280 to 4608 pages late at a
+	 * 1280-page cap).  The stream's pages up to its window's end are
+	 * decided (read, in flight or already consumed), so its next hole is
+	 * that end, whatever the view says (consumed pages dropped to history
+	 * are holes to next_hole(), and recovering from there read them
+	 * again): continue the stream from its end, as its own mark would
+	 * (the mark page was still there: a clean window).  Each such mark
+	 * adds a window to the stream's lead, up to its reach, until the lead
+	 * covers the reordering.  The handle's own mark is the handle's to
+	 * push, unless its window ends where the stream's starts (then that
+	 * push is the stream's window again): a reader lagging behind the
+	 * stream with a gap in between (its pages evicted, under thrash)
+	 * fills the gap instead of pushing the stream further ahead.
+	 */
+	if (slot >= 0 && t->s[slot].windows >= 2 &&
+	    ra_stream_passed(t, slot, index, req) &&
+	    (!own_mark(st, index) ||
+	     st->start + st->size >= t->s[slot].start)) {
+		s = &t->s[slot];
+		ra_stream_clean_window(t, slot);
+		max = stream_max(t, slot, p);
+		size = ra_next_size(s->size, max);
+		decision_set(p, d, RA_KIND_ASYNC_RECOVER, s->start + s->size,
+			     size, size);
+		d->stream = ra_stream_set_window(t, slot, d->start, d->size,
+						 d->async_size);
+		state_set(st, d);
+		return;
+	}
 	async_rules(st, p, v, index, req, stream_max(t, slot, p), d);
 	if (d->kind != RA_KIND_ASYNC_GIVEUP)
 		stream_record(t, slot, d);

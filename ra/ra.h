@@ -139,7 +139,8 @@ enum ra_kind {
 	RA_KIND_CONTEXT, /* sync: prev_hole found a stream's history */
 	RA_KIND_RANDOM, /* sync: read exactly the request, state unchanged */
 	RA_KIND_ASYNC, /* async: own mark, window pushed forward */
-	RA_KIND_ASYNC_RECOVER, /* async: another reader's mark, next_hole */
+	RA_KIND_ASYNC_RECOVER, /* async: another reader's mark, next_hole, or the
+				* end of a followed stream it is behind */
 	RA_KIND_ASYNC_GIVEUP, /* async: next hole more than max away */
 	RA_KIND_STREAM_SEQ, /* table: sequential to a candidate stream */
 	RA_KIND_STREAM_AHEAD, /* table: miss at/after a stream's window */

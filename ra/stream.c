@@ -71,6 +71,15 @@ static uint64_t stream_distance(const struct ra_stream *s, uint64_t index,
 	return 0;
 }
 
+bool ra_stream_passed(const struct ra_stream_table *t, int slot, uint64_t index,
+		      uint64_t req)
+{
+	const struct ra_stream *s = &t->s[slot];
+
+	return s->state == RA_STREAM_ACTIVE && index < s->start &&
+	       s->start - index <= stream_reach(s, req);
+}
+
 int ra_stream_match(const struct ra_stream_table *t, uint64_t index,
 		    uint64_t req)
 {

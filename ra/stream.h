@@ -63,7 +63,16 @@
  * Async (mark hit at @index):
  *   1. An ACTIVE stream whose mark is @index: STREAM_ASYNC, docs/design.md's push
  *      on S's window with max = S.cap; a clean window for the feedback.
- *   2. Otherwise docs/design.md's async rules on the handle state (own mark:
+ *   2. @index behind a followed stream S's window, within its reach
+ *      (ra_stream_passed(): a mark S was pushed past, reached late through
+ *      a server's thread pool), and not the handle's own mark unless the
+ *      handle's window ends at or past S.start: ASYNC_RECOVER at S's end,
+ *      the push of rule 1 (start = S.end, size = next_size(S.size), with
+ *      max = S.cap; a clean window).  S's pages up to its end are decided,
+ *      so that is its next hole, whatever next_hole() says (consumed pages
+ *      dropped to history are holes to it).  Each late mark so adds a
+ *      window to S's lead until the lead covers the reordering.
+ *   3. Otherwise docs/design.md's async rules on the handle state (own mark:
  *      push; else next_hole recovery), with max = S.cap when a stream S
  *      reaches @index; the window is recorded as in sync rule 2.
  *
@@ -136,6 +145,14 @@ void ra_stream_table_reset(struct ra_stream_table *t);
  */
 int ra_stream_match(const struct ra_stream_table *t, uint64_t index,
 		    uint64_t req);
+
+/**
+ * ra_stream_passed() - Whether @slot's stream has passed @index: ACTIVE,
+ * its window starting after @index by at most its reach for a request of
+ * @req pages (see the top of this file).
+ */
+bool ra_stream_passed(const struct ra_stream_table *t, int slot, uint64_t index,
+		      uint64_t req);
 
 /**
  * ra_stream_match_mark() - The ACTIVE stream whose READAHEAD mark is @index.

@@ -81,6 +81,30 @@ static uint64_t refresh_size(const struct afs_read *r)
 }
 
 /*
+ * The READAHEAD mark of a window whose I/O is in flight: the read stopped
+ * at @p (page @idx, LOCKED) and will wait for it.  Clear the first mark
+ * among the pages present from @idx to @last and return its index, or
+ * NO_INDEX.  Acted on now, as the kernel does (it starts the async window
+ * on a marked page before waiting for it), the next window is queued while
+ * this one is read; acted on after the wait, it came only once the window
+ * had arrived, and a server's other threads, already further on, missed
+ * past its end (smbd: most of the sync decisions).  RCU read lock held.
+ */
+static uint64_t inflight_mark(struct cache_mapping *m, struct cache_page *p,
+			      uint64_t idx, uint64_t last)
+{
+	for (;;) {
+		if (cache_page_test_clear_readahead(p))
+			return idx;
+		if (++idx > last)
+			return NO_INDEX;
+		p = cache_lookup_rcu(m, idx);
+		if (!p)
+			return NO_INDEX;
+	}
+}
+
+/*
  * One attempt at the whole reply from the cache.  Returns 0 after replying,
  * or 1 with *@miss the first page that is not UPTODATE and *@locked whether
  * it is there with its I/O in flight (else it is absent).
@@ -113,6 +137,8 @@ again:
 
 		if (!p || !cache_page_uptodate(p)) {
 			*locked = p && cache_page_locked(p);
+			if (*locked && marks && marker == NO_INDEX)
+				marker = inflight_mark(m, p, idx, last);
 			break;
 		}
 		if (marks && marker == NO_INDEX &&

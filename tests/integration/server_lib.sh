@@ -23,8 +23,7 @@
 #                            fails if NAME exits first or after AFS_WAIT_S
 #   srv_assert_readahead JSON WHAT  the stats assertion of these tests: of
 #                            all readahead decisions (the 13 kinds of
-#                            readahead.decisions), async ones >= 60 % (the
-#                            target, 80 %, is reported when missed) and
+#                            readahead.decisions), async ones >= 80 % and
 #                            random ones <= 5 %, and a window at the cap
 #                            (an active stream's size = max_window_pages)
 
@@ -159,23 +158,24 @@ print("%s: %d decisions: async %.1f %%, random %.1f %%" % (sys.argv[2], n,
       100.0 * r["async"] / max(n, 1), 100.0 * r["random"] / max(n, 1)))' \
 		"$js" "$what"
 	ac_assert "$js" "$all > 0" "$what: no readahead decisions at all"
-	# The target: async >= 80 % of the decisions (the server pools are
-	# what aheadfs is for).  Measured alone: nfs-ganesha 93-98 % (256
-	# MiB); smbd 71-93 % over 384 MiB (20 runs, median about 86 %: its
-	# thread pool reorders one client's reads, and some runs lose windows
-	# to refills and another reader's marks); under CPU load (a parallel
-	# ctest beside fuzzers) nfs-ganesha was seen at 60 %.  CI holds a
-	# floor only a broken read path misses (60 %; the tests do not run
-	# beside the fuzzers: RESOURCE_LOCK cpu_bound) and prints each run's
-	# shortfall against the target.
-	ac_assert "$js" "g('readahead.async') >= 0.60 * $all" \
-		"$what: async readahead below 60 % of the decisions"
-	python3 -c 'import json, sys
-r = json.loads(sys.argv[1])["readahead"]
-n = max(sum(r["decisions"].values()), 1)
-if r["async"] < 0.80 * n:
-    print("%s: below the 80 %% target: async %.1f %%" % (sys.argv[2],
-          100.0 * r["async"] / n))' "$js" "$what"
+	# Async >= 80 % of the decisions: the server pools are what aheadfs is
+	# for.  Measured on 2 cores (async % of the decisions per run):
+	#   smbd, 384 MiB, 4 readers, alone: 67-91 % in 16 runs, median 83 %,
+	#   4 under 80 % (20 earlier runs: 71-93 %, median about 86 %): its
+	#   thread pool delivers the request that carries a window's mark
+	#   after requests past the window's end, which missed, and the mark
+	#   was acted on only after the window's I/O.  With the mark of an
+	#   in-flight page acted on before the wait and a late mark
+	#   continuing its stream (docs/design.md, the stream table): 92-96 %
+	#   in 10 runs, median 95 %; beside two CPU burners 94-96 % in 6
+	#   (before: 89-96 %, median 95 %).
+	#   nfs-ganesha, 256 MiB, 4 readers: 98.1 % in 4 runs alone and 4
+	#   beside the burners before; after, 92.9-98.1 % in 20 runs alone,
+	#   median 98.1 %, and 94.5-98.1 % in 4 beside the burners (the runs
+	#   under 98 % had 1-3 context misses far behind the stream: the
+	#   kernel reading again pages dropped from its own page cache).
+	ac_assert "$js" "g('readahead.async') >= 0.80 * $all" \
+		"$what: async readahead below 80 % of the decisions"
 	ac_assert "$js" "g('readahead.random') <= 0.05 * $all" \
 		"$what: random decisions above 5 %"
 	ac_assert "$js" "any(s['state'] == 'active' and s['size'] >= g('readahead.max_window_pages') for s in g('streams'))" \

@@ -369,6 +369,41 @@ static void test_cancelled_wait(void **state)
 	assert_false(r.bad);
 }
 
+/* A read that comes to a window's first page while its I/O is in flight
+ * acts on the page's READAHEAD mark before it waits (as the kernel does):
+ * the next window is queued while this one is read.  Acted on only after
+ * the wait, the mark came once the window had arrived, and a server's other
+ * threads, already past it, missed (smbd: most of its sync decisions). */
+static void test_mark_in_flight_acted_on_first(void **state)
+{
+	struct fixture *fx = *state;
+	struct cache_page *pages[4];
+	struct reply r = {.cancel = true};
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+	uint64_t n = 0;
+	unsigned int got;
+
+	/* A window's I/O in flight on pages 10..13, its mark on page 10. */
+	assert_int_equal(cache_insert_range(fx->fc->map, 10, 4, 10,
+					    CACHE_INSERT_PREFETCH, pages, &got),
+			 0);
+	assert_int_equal(got, 4);
+	/* The wait is cancelled: the read ends there, after the mark. */
+	assert_int_equal(do_read(fx, NULL, 10 * PAGE, 4 * PAGE, true, &r),
+			 -EINTR);
+	assert_int_equal(r.waits, 1);
+	assert_false(cache_page_test_clear_readahead(pages[0]));
+	file_stats(fx, &rs, &ms);
+	for (int k = 0; k < RA_KIND_COUNT; k++)
+		n += rs.c.decisions[k];
+	assert_int_equal(n, 1); /* the mark's, and no other */
+	assert_int_equal(rs.c.decisions[RA_KIND_ASYNC_RECOVER], 1);
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], -EAGAIN);
+	settle(fx);
+}
+
 /* A backing that fails reads (/proc/self/mem at an unmapped address, with
  * an identity that claims 1 MiB): the reader gets the backing's error
  * (-EIO or -EFAULT, as pread() there gives), the pages are not
@@ -764,6 +799,7 @@ int main(void)
 						setup_small_file, teardown),
 		T(test_handed_over_pages_become_history),
 		T(test_cancelled_wait),
+		T(test_mark_in_flight_acted_on_first),
 		T(test_backing_error),
 		cmocka_unit_test_setup_teardown(test_no_room_served_around,
 						setup_tiny_cache, teardown),
