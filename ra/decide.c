@@ -325,12 +325,27 @@ static void decide_sync(struct ra_state *st, struct ra_stream_table *t,
 	ra_stream_note_candidate(t, index, req);
 }
 
+/* Push stream @slot's window on from its end, the window before it used in
+ * time (a clean window): decision @kind. */
+static void stream_push(struct ra_state *st, const struct ra_params *p,
+			struct ra_stream_table *t, int slot, enum ra_kind kind,
+			struct ra_decision *d)
+{
+	const struct ra_stream *s = &t->s[slot];
+	uint64_t size;
+
+	ra_stream_clean_window(t, slot);
+	size = ra_next_size(s->size, stream_max(t, slot, p));
+	decision_set(p, d, kind, s->start + s->size, size, size);
+	d->stream =
+		ra_stream_set_window(t, slot, d->start, d->size, d->async_size);
+	state_set(st, d);
+}
+
 static void decide_async(struct ra_state *st, struct ra_stream_table *t,
 			 const struct ra_params *p, const struct ra_view *v,
 			 uint64_t index, uint64_t req, struct ra_decision *d)
 {
-	struct ra_stream *s;
-	uint64_t max, size;
 	int slot;
 
 	if (!req)
@@ -345,15 +360,7 @@ static void decide_async(struct ra_state *st, struct ra_stream_table *t,
 	slot = ra_stream_match_mark(t, index);
 	if (slot >= 0) {
 		/* The stream's own mark: its window was used in time. */
-		s = &t->s[slot];
-		ra_stream_clean_window(t, slot);
-		max = stream_max(t, slot, p);
-		size = ra_next_size(s->size, max);
-		decision_set(p, d, RA_KIND_STREAM_ASYNC, s->start + s->size,
-			     size, size);
-		d->stream = ra_stream_set_window(t, slot, d->start, d->size,
-						 d->async_size);
-		state_set(st, d);
+		stream_push(st, p, t, slot, RA_KIND_STREAM_ASYNC, d);
 		return;
 	}
 	slot = ra_stream_match(t, index, req);
@@ -379,15 +386,7 @@ static void decide_async(struct ra_state *st, struct ra_stream_table *t,
 	    ra_stream_passed(t, slot, index, req) &&
 	    (!own_mark(st, index) ||
 	     st->start + st->size >= t->s[slot].start)) {
-		s = &t->s[slot];
-		ra_stream_clean_window(t, slot);
-		max = stream_max(t, slot, p);
-		size = ra_next_size(s->size, max);
-		decision_set(p, d, RA_KIND_ASYNC_RECOVER, s->start + s->size,
-			     size, size);
-		d->stream = ra_stream_set_window(t, slot, d->start, d->size,
-						 d->async_size);
-		state_set(st, d);
+		stream_push(st, p, t, slot, RA_KIND_ASYNC_RECOVER, d);
 		return;
 	}
 	async_rules(st, p, v, index, req, stream_max(t, slot, p), d);
