@@ -377,6 +377,34 @@ static int ino_open(struct afs_watch *w, const char *source, char *err,
 	return 0;
 }
 
+/* Tell every entry of directory @name of @at as a name event. */
+static enum afs_watch_result tell_names(struct afs_watch *w, int at,
+					const char *name)
+{
+	enum afs_watch_result r = AFS_WATCH_UNKNOWN;
+	struct afs_watch_id id = {0};
+	struct dirent *de;
+	struct stat st;
+	DIR *dp;
+	int fd = openat(at, name,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return r;
+	dp = fstat(fd, &st) ? NULL : fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return r;
+	}
+	id.dev = st.st_dev;
+	id.ino = st.st_ino;
+	while ((de = readdir(dp)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = worse(r, w->ops->name(w->ctx, &id, de->d_name));
+	closedir(dp);
+	return r;
+}
+
 static void ino_event(struct afs_watch *w, const struct inotify_event *ev)
 {
 	enum afs_watch_result r = AFS_WATCH_UNKNOWN;
@@ -411,10 +439,15 @@ static void ino_event(struct afs_watch *w, const struct inotify_event *ev)
 		count_result(w, r);
 		return;
 	}
+	/* A directory made or moved in: watched before its name is told, and
+	 * the names already in it told too -- made before its watch existed,
+	 * they have no event of their own. */
+	if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR)) {
+		add_tree(w, d->fd, ev->name);
+		r = worse(r, tell_names(w, d->fd, ev->name));
+	}
 	if (ev->mask & IN_NAME_EVENTS)
 		r = worse(r, w->ops->name(w->ctx, &id, ev->name));
-	if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR))
-		add_tree(w, d->fd, ev->name);
 	if ((ev->mask & (IN_MODIFY | IN_ATTRIB)) &&
 	    !fstatat(d->fd, ev->name, &st, AT_SYMLINK_NOFOLLOW)) {
 		id.dev = st.st_dev;

@@ -25,8 +25,11 @@
  *             Needs CAP_SYS_ADMIN.  Submounts under SOURCE are not
  *             watched.
  *   inotify   one watch per directory of SOURCE's tree (new directories
- *             are added as they appear, and the tree is walked again after
- *             an overflow), within fs.inotify.max_user_watches;
+ *             are added as they appear, before their name is told, and the
+ *             names already in one then are told as name events: made
+ *             before its watch existed, they have no event; the tree is
+ *             walked again after an overflow), within
+ *             fs.inotify.max_user_watches;
  *             a file event costs an fstatat() of its name; no pid, so the
  *             daemon's own writes are told apart by the file's identity
  *             being the one the daemon recorded (callback answers SAME).

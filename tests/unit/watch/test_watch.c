@@ -240,6 +240,13 @@ static void test_inotify(void **state)
 	__atomic_store_n(&f->want[3], ino_of(sub, "."), __ATOMIC_RELEASE);
 	put_file(sub, "h", "deep");
 	assert_true(wait_call(f, 'n', ino_of(sub, "."), "h", NULL));
+	/* A directory made with a file in it at once, before the watcher can
+	 * have watched it: the file's name is told all the same. */
+	snprintf(sub, sizeof(sub), "%s/sub2", f->dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	__atomic_store_n(&f->want[3], ino_of(sub, "."), __ATOMIC_RELEASE);
+	put_file(sub, "h2", "at once");
+	assert_true(wait_call(f, 'n', ino_of(sub, "."), "h2", NULL));
 	assert_true(__atomic_load_n(&f->c.events, __ATOMIC_RELAXED) >= 4);
 	assert_int_equal(f->c.overflows, 0);
 }
