@@ -226,8 +226,8 @@ out:
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.readers = 4, .depth = 1, .streams = 8,
-			 .bs = 128 << 10};
+	struct opts o = {
+		.readers = 4, .depth = 1, .streams = 8, .bs = 128 << 10};
 	static struct reader r[MAX_READERS];
 	pthread_t t[MAX_READERS];
 	uint64_t bytes = 0, requests = 0;
@@ -246,7 +246,8 @@ int main(int argc, char **argv)
 		o.nurls++;
 	for (; i < argc; i += 2) {
 		if (i + 1 >= argc) {
-			fprintf(stderr, "nfs_read: %s needs a value\n", argv[i]);
+			fprintf(stderr, "nfs_read: %s needs a value\n",
+				argv[i]);
 			return 2;
 		}
 		if (!strcmp(argv[i], "--readers"))
@@ -284,9 +285,8 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&opened, NULL, o.readers + 1);
 	pthread_barrier_init(&go, NULL, o.readers + 1);
 	for (unsigned int k = 0; k < o.readers; k++) {
-		r[k] = (struct reader){.o = &o,
-				       .url = o.urls[(int)k % o.nurls],
-				       .index = k};
+		r[k] = (struct reader){
+			.o = &o, .url = o.urls[(int)k % o.nurls], .index = k};
 		if (!strcmp(o.mode, "shared") || !strcmp(o.mode, "interleave"))
 			r[k].url = o.urls[0];
 		if (pthread_create(&t[k], NULL, reader_main, &r[k])) {
