@@ -250,6 +250,11 @@ int cache_destroy(struct cache *c)
 	return 0;
 }
 
+uint64_t cache_budget_pages(const struct cache *c)
+{
+	return cache_budget_read(&c->budget_pages);
+}
+
 void cache_stats(struct cache *c, struct cache_stats *st)
 {
 	struct cds_list_head *pos;

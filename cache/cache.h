@@ -261,6 +261,13 @@ uint64_t cache_reclaim(struct cache *c, uint64_t nr_pages);
 int cache_set_budget(struct cache *c, uint64_t budget_bytes);
 
 /**
+ * cache_budget_pages() - The budget in force, in pages (cache_set_budget()
+ * changes it).
+ * Context: Any thread; one relaxed load.
+ */
+uint64_t cache_budget_pages(const struct cache *c);
+
+/**
  * cache_trim() - Give the memory of free pool pages back to the kernel
  * (madvise MADV_DONTNEED), those freed since the last call.  A trimmed
  * page costs a fresh zero page when it is used again.

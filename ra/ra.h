@@ -180,6 +180,10 @@ enum ra_advice {
  *		or its windows could never get ahead of the kernel's own
  *		readahead (docs/benchmarks.md).  A multiple of 4 KiB, at most
  *		RA_MAX_BYTES_LIMIT.
+ * @reads_dropped: pages leave the cache as soon as they are read (the
+ *		kernel read mode keeps their history only): the fair share
+ *		(ra.c share_max()) gives the readers' windows the whole
+ *		budget; else half, the other half holding what was read.
  */
 struct ra_config {
 	uint64_t max_bytes;
@@ -192,6 +196,7 @@ struct ra_config {
 	uint64_t chunk_bytes;
 	enum ra_backing_io backing_io;
 	const char *sysfs_root;
+	bool reads_dropped;
 };
 
 /** ra_workers_of() - The worker threads @cfg gives (its default resolved).
@@ -210,7 +215,10 @@ struct ra_state {
 	/* The reader's consumption rate (ra.c rate_max()), under lock: the
 	 * page and time of the last mark it reached, pages a second. */
 	uint64_t mark_index, mark_ns, rate;
+	/* The fair share's epoch it was last counted in (ra.c), under lock. */
+	uint64_t share_epoch;
 };
+#define RA_SHARE_NONE UINT64_MAX
 
 /* A stream's state in the stats (free slots are not listed).  Names:
  * ra_stream_state_name(). */

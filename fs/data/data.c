@@ -62,6 +62,19 @@ uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min)
 	return size;
 }
 
+uint64_t afs_mount_readahead(uint64_t cg_limit)
+{
+	uint64_t ra = AFS_MOUNT_RA_MAX;
+
+	if (cg_limit && cg_limit / AFS_MOUNT_RA_LIMIT_SHARE < ra) {
+		ra = cg_limit / AFS_MOUNT_RA_LIMIT_SHARE &
+		     ~(uint64_t)(PAGE_SIZE - 1);
+		if (ra < AFS_MOUNT_RA_MIN)
+			ra = AFS_MOUNT_RA_MIN;
+	}
+	return ra;
+}
+
 uint64_t afs_ahead_cache_size(const struct afs_ahead_config *cfg)
 {
 	long pages = sysconf(_SC_PHYS_PAGES);
@@ -118,6 +131,9 @@ int afs_ahead_create(const struct afs_ahead_config *cfg, struct afs_ahead **out,
 			 strerror(-rc));
 		goto out_free;
 	}
+	/* Kernel mode hands every page read to the kernel and keeps only
+	 * its history (read.c): the readers' windows may have the budget. */
+	a->cfg.ra.reads_dropped = a->cfg.read_mode == AFS_READ_KERNEL;
 	rc = ra_engine_create(&a->cfg.ra, a->cache, &a->ra);
 	if (rc) {
 		snprintf(err, errlen, "cannot start the readahead engine: %s",

@@ -284,6 +284,28 @@ uint64_t afs_cgroup_mem_limit(const char *root);
  */
 uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min);
 
+/*
+ * The kernel's readahead on the mount in kernel read mode (the bdi's
+ * read_ahead_kb, docs/tuning.md): one whole request, AFS_MOUNT_RA_MAX, so
+ * that readahead comes in 1 MiB READs that aheadfs's windows are ahead of;
+ * not more, because every page of it is held twice while it waits for its
+ * reader (in the mount's page cache, and in aheadfs's window behind it) and
+ * is what a memory limit evicts first.  Under a memory cgroup, its limit
+ * over AFS_MOUNT_RA_LIMIT_SHARE (128 readers each holding two windows in
+ * half the limit), at least the kernel's own default for FUSE.
+ */
+#define AFS_MOUNT_RA_MAX (UINT64_C(512) << 10)
+#define AFS_MOUNT_RA_MIN (UINT64_C(128) << 10)
+#define AFS_MOUNT_RA_LIMIT_SHARE 512
+
+/**
+ * afs_mount_readahead() - The mount's readahead in bytes for a memory
+ * cgroup limit @cg_limit (0: none): see AFS_MOUNT_RA_MAX.  A multiple of
+ * 4 KiB in [AFS_MOUNT_RA_MIN, AFS_MOUNT_RA_MAX].
+ * Context: Pure.
+ */
+uint64_t afs_mount_readahead(uint64_t cg_limit);
+
 /**
  * afs_ahead_cache_size() - The budget @cfg asks for: cache_size, or when it
  * is 0 the default for this machine and this process's memory cgroup

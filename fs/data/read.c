@@ -122,6 +122,7 @@ static int try_reply(const struct afs_read *r, struct ra_file *raf,
 {
 	struct cache_mapping *m = r->fc->map;
 	struct iovec iov[READ_MAX_PAGES];
+	struct cache_page *pages[READ_MAX_PAGES];
 	uint64_t first = off >> PAGE_SHIFT, last = (end - 1) >> PAGE_SHIFT;
 	uint64_t marker, idx;
 	bool marks = true; /* act on one mark per read at most */
@@ -144,7 +145,7 @@ again:
 		if (marks && marker == NO_INDEX &&
 		    cache_page_test_clear_readahead(p))
 			marker = idx;
-		cache_page_mark_accessed(p);
+		pages[n] = p;
 		from = idx == first ? off - pstart : 0;
 		to = idx == last ? end - pstart : PAGE_SIZE;
 		iov[n].iov_base = (char *)cache_page_data(p) + from;
@@ -162,6 +163,12 @@ again:
 		*miss = idx;
 		return 1;
 	}
+	/* One use per read, counted on the attempt that replies: a page
+	 * marked again after a mark or a wait would count as used twice, and
+	 * go to the main queue as if read again (direct mode: read-once
+	 * pages then filled main, and prefetch lost its room in probation). */
+	for (unsigned int i = 0; i < n; i++)
+		cache_page_mark_accessed(pages[i]);
 	cache_count_hit(m, n, end - off);
 	ra_note_read(ra, first, last - first + 1);
 	/* A reader that keeps the copy it is given leaves only the fact that

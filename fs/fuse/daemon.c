@@ -239,19 +239,18 @@ static void start_warm(struct afs_fs *fs, const struct afs_opts *o)
 }
 
 /*
- * Let the kernel's readahead on the FUSE mount ask for whole requests
- * (1 MiB, or the readahead cap if larger): its default for FUSE is 128 KiB.
- * The kernel sets the mount's bdi readahead when it processes our INIT
- * reply (to the smaller of its default and what INIT offered), so this runs
- * on the first request after INIT.  The bdi is named by the mount's device
- * number, found in mountinfo (a stat() of the mountpoint would wait for
- * this very daemon).
+ * Set the kernel's readahead on the FUSE mount (afs_mount_readahead():
+ * whole 1 MiB requests, less under a memory cgroup; its default for FUSE is
+ * 128 KiB).  The kernel sets the mount's bdi readahead when it processes our
+ * INIT reply (to the smaller of its default and what INIT offered), so this
+ * runs on the first request after INIT.  The bdi is named by the mount's
+ * device number, found in mountinfo (a stat() of the mountpoint would wait
+ * for this very daemon).
  */
 void afs_tune_bdi_once(struct afs_fs *fs)
 {
 	const struct afs_opts *o = fs->opts;
-	uint64_t ra_max = o->ahead.ra.max_bytes;
-	unsigned long kb = ra_max > (1u << 20) ? ra_max >> 10 : 1024;
+	unsigned long kb = afs_mount_readahead(afs_cgroup_mem_limit("")) >> 10;
 	char line[4096], dev[64] = "", path[PATH_MAX];
 	unsigned maj, min;
 	FILE *f;
