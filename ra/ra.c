@@ -490,8 +490,9 @@ static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
  * cap would.  Fast readers are not held back: their rate times the horizon
  * is far above the cap. */
 #define RA_RATE_HORIZON_MS 1000
-/* Never below the largest request (1 MiB, the kernel's readahead on the
- * mount): a window smaller than the requests that come misses every time
+/* Never below the largest request (1 MiB, the mount's max_pages: what the
+ * kernel sends for a large read(2)): a window smaller than the requests
+ * that come misses every time
  * (measured: a 64-page floor let an underestimated first rate cost a
  * sequential reader 448-832 misses in 16384 pages instead of 64). */
 #define RA_RATE_MIN_PAGES 256
