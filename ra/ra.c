@@ -622,7 +622,7 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	struct ra_view v = {view_prev_hole, view_next_hole, f->m};
 	struct ra_stream_table *table;
 	struct ra_params p = {0};
-	bool thrash = false;
+	bool thrash = false, window;
 	uint64_t tune, now = now_ns(), ep = share_epoch(now), share;
 
 	p.eof = file_eof(f);
@@ -660,15 +660,15 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	else
 		ra_decide_sync(st, table, &p, &v, index, nr, d);
 	rcu_read_unlock();
-	if (d->kind != RA_KIND_RANDOM && d->kind != RA_KIND_ASYNC_GIVEUP &&
-	    d->kind != RA_KIND_STREAM_BEHIND && d->io_nr)
+	window = d->kind != RA_KIND_RANDOM && d->kind != RA_KIND_ASYNC_GIVEUP &&
+		 d->kind != RA_KIND_STREAM_BEHIND;
+	if (window && d->io_nr)
 		share_count(f->e, &st->share_epoch, ep);
 	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_unlock(&st->lock);
 
 	COUNT(f, decisions[d->kind], 1);
-	if (d->kind != RA_KIND_RANDOM && d->kind != RA_KIND_ASYNC_GIVEUP &&
-	    d->kind != RA_KIND_STREAM_BEHIND)
+	if (window)
 		COUNT(f, windows, 1);
 }
 
