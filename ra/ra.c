@@ -406,6 +406,7 @@ void ra_file_put(struct ra_file *f)
 	ra_pool_cancel(e->pool, f);
 	ra_backing_put(f->b);
 	cache_mapping_put(f->m);
+	ra_stream_table_destroy(&f->table);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	__atomic_fetch_sub(&e->files, 1, __ATOMIC_RELEASE);
@@ -662,8 +663,14 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	rcu_read_unlock();
 	window = d->kind != RA_KIND_RANDOM && d->kind != RA_KIND_ASYNC_GIVEUP &&
 		 d->kind != RA_KIND_STREAM_BEHIND;
+	/* A reader of the share is the stream the window belongs to, else
+	 * the handle: a column scan's streams on one handle count one each. */
 	if (window && d->io_nr)
-		share_count(f->e, &st->share_epoch, ep);
+		share_count(f->e,
+			    table && d->stream >= 0
+				    ? &table->s[d->stream].share_epoch
+				    : &st->share_epoch,
+			    ep);
 	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_unlock(&st->lock);
 
@@ -902,8 +909,8 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 	tune_sync_locked(f);
 	st->advice = f->advice;
 	st->max_window = f->max;
-	for (int i = 0; i < RA_STREAMS && st->nr_streams < RA_STATS_STREAMS;
-	     i++) {
+	for (unsigned int i = 0;
+	     i < f->table.nr && st->nr_streams < RA_STATS_STREAMS; i++) {
 		const struct ra_stream *s = &f->table.s[i];
 		struct ra_stream_stats *o = &st->streams[st->nr_streams];
 

@@ -1,11 +1,14 @@
 /* stream.c - the per-inode stream table (see stream.h for the rules).
  *
- * RA_STREAMS slots scanned linearly: eight entries of one cache line or
- * two each, searched only on a readahead decision (a miss or a mark), never
- * on the hit path.
+ * The slots are scanned linearly, only on a readahead decision (a miss or a
+ * mark), never on the hit path: eight at first; a table grown to hundreds
+ * belongs to a file read by hundreds of streams, each of which decides
+ * once per window (512 column streams at 4 KiB a row: about 1000 decisions
+ * a second, a few microseconds each).
  */
 #include "stream.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "decide.h"
@@ -25,20 +28,51 @@ void ra_stream_table_init(struct ra_stream_table *t, uint64_t max)
 	memset(t, 0, sizeof(*t));
 	if (!max)
 		max = 1;
+	t->s = t->inline_s;
+	t->nr = RA_STREAMS;
 	t->max = max;
 	t->min_cap = u64_min(max, 4);
-	t->idle = 64 * RA_STREAMS;
 }
 
 void ra_stream_table_reset(struct ra_stream_table *t)
 {
-	memset(t->s, 0, sizeof(t->s));
+	memset(t->s, 0, t->nr * sizeof(*t->s));
+}
+
+void ra_stream_table_destroy(struct ra_stream_table *t)
+{
+	if (t->s != t->inline_s)
+		free(t->s);
+	t->s = t->inline_s;
+	t->nr = RA_STREAMS;
+	memset(t->s, 0, sizeof(t->inline_s));
 }
 
 static bool stream_idle(const struct ra_stream_table *t,
 			const struct ra_stream *s)
 {
-	return t->tick - s->last_use > t->idle;
+	return t->tick - s->last_use > (uint64_t)RA_STREAM_IDLE * t->nr;
+}
+
+/* Double the table.  Return: the first new (free) slot, or -1 (at
+ * RA_STREAMS_MAX, or out of memory: the caller replaces a stream). */
+static int stream_grow(struct ra_stream_table *t)
+{
+	unsigned int nr = t->nr * 2;
+	struct ra_stream *s;
+
+	if (nr > RA_STREAMS_MAX)
+		return -1;
+	s = calloc(nr, sizeof(*s));
+	if (!s)
+		return -1;
+	memcpy(s, t->s, t->nr * sizeof(*s));
+	if (t->s != t->inline_s)
+		free(t->s);
+	t->s = s;
+	nr = t->nr;
+	t->nr *= 2;
+	return (int)nr;
 }
 
 /* How far ahead of its window (and before its origin) a stream still claims
@@ -86,7 +120,7 @@ int ra_stream_match(const struct ra_stream_table *t, uint64_t index,
 	uint64_t best = UINT64_MAX;
 	int slot = -1;
 
-	for (int i = 0; i < RA_STREAMS; i++) {
+	for (unsigned int i = 0; i < t->nr; i++) {
 		const struct ra_stream *s = &t->s[i];
 		uint64_t d;
 
@@ -107,7 +141,7 @@ int ra_stream_match(const struct ra_stream_table *t, uint64_t index,
 
 int ra_stream_match_mark(const struct ra_stream_table *t, uint64_t index)
 {
-	for (int i = 0; i < RA_STREAMS; i++) {
+	for (unsigned int i = 0; i < t->nr; i++) {
 		const struct ra_stream *s = &t->s[i];
 
 		if (s->state == RA_STREAM_ACTIVE && s->size &&
@@ -119,7 +153,7 @@ int ra_stream_match_mark(const struct ra_stream_table *t, uint64_t index)
 
 int ra_stream_match_candidate(const struct ra_stream_table *t, uint64_t index)
 {
-	for (int i = 0; i < RA_STREAMS; i++) {
+	for (unsigned int i = 0; i < t->nr; i++) {
 		const struct ra_stream *s = &t->s[i];
 
 		/* index - (next - 1) <= 1, the sequential-miss test, with the
@@ -132,12 +166,13 @@ int ra_stream_match_candidate(const struct ra_stream_table *t, uint64_t index)
 }
 
 /* The slot a new entry takes: free, else the LRU among candidates and idle
- * streams, else (only for an ACTIVE entry) the LRU stream. */
-static int stream_victim(const struct ra_stream_table *t, bool active)
+ * streams, else (only for an ACTIVE entry) a new slot of the grown table or,
+ * at its largest, the LRU stream. */
+static int stream_victim(struct ra_stream_table *t, bool active)
 {
-	int victim = -1, lru = -1;
+	int victim = -1, lru = -1, grown;
 
-	for (int i = 0; i < RA_STREAMS; i++) {
+	for (unsigned int i = 0; i < t->nr; i++) {
 		const struct ra_stream *s = &t->s[i];
 
 		if (s->state == RA_STREAM_FREE)
@@ -151,7 +186,10 @@ static int stream_victim(const struct ra_stream_table *t, bool active)
 	}
 	if (victim >= 0)
 		return victim;
-	return active ? lru : -1;
+	if (!active)
+		return -1;
+	grown = stream_grow(t);
+	return grown >= 0 ? grown : lru;
 }
 
 int ra_stream_set_window(struct ra_stream_table *t, int slot, uint64_t start,
@@ -172,6 +210,7 @@ int ra_stream_set_window(struct ra_stream_table *t, int slot, uint64_t start,
 		s->cap = t->max;
 		s->windows_since_shrink = 1;
 		s->origin = start;
+		s->share_epoch = UINT64_MAX; /* not counted yet */
 	}
 	if (start < s->origin)
 		s->origin = start;
@@ -251,7 +290,7 @@ int ra_stream_waste(struct ra_stream_table *t, uint64_t index, uint64_t pages)
 	if (index != RA_NO_PAGE) {
 		slot = ra_stream_match(t, index, 1);
 	} else {
-		for (int i = 0; i < RA_STREAMS; i++) {
+		for (unsigned int i = 0; i < t->nr; i++) {
 			const struct ra_stream *s = &t->s[i];
 
 			if (s->state == RA_STREAM_ACTIVE &&
@@ -270,7 +309,7 @@ unsigned int ra_stream_active_count(const struct ra_stream_table *t)
 {
 	unsigned int n = 0;
 
-	for (int i = 0; i < RA_STREAMS; i++)
+	for (unsigned int i = 0; i < t->nr; i++)
 		if (t->s[i].state == RA_STREAM_ACTIVE &&
 		    !stream_idle(t, &t->s[i]))
 			n++;
@@ -282,11 +321,28 @@ void ra_stream_resize(struct ra_stream_table *t, int slot, uint64_t start,
 {
 	struct ra_stream *s;
 
-	if (slot < 0 || slot >= RA_STREAMS)
+	if (slot < 0 || (unsigned int)slot >= t->nr)
 		return;
 	s = &t->s[slot];
 	if (s->start != start || s->size != size)
 		return;
 	s->size = new_size;
 	s->async_size = new_async;
+}
+
+uint64_t ra_stream_next_origin(const struct ra_stream_table *t, int self,
+			       uint64_t from, uint64_t to)
+{
+	uint64_t at = to;
+
+	for (unsigned int i = 0; i < t->nr; i++) {
+		const struct ra_stream *s = &t->s[i];
+
+		if ((int)i == self || s->state != RA_STREAM_ACTIVE ||
+		    s->windows < 2 || stream_idle(t, s))
+			continue;
+		if (s->origin >= from && s->origin < at)
+			at = s->origin;
+	}
+	return at;
 }

@@ -38,7 +38,10 @@
  *   2. docs/design.md's per-handle rules, exactly, with max = S.cap when a
  *      stream S reaches @index.  A window they open (initial, oversize,
  *      sequential, context) moves S forward, or starts a new stream (cap =
- *      max); a window that would move S back only refreshes S.
+ *      max); a window that would move S back only refreshes S.  A window
+ *      more than S.size past S's end whose previous page is present
+ *      (cached or history) starts a new stream: another reader's trail
+ *      (the next row of a column scan), not a reordered request of S.
  *   3. Random by those rules, but @index in [C.next - 1, C.next] of a
  *      candidate C: the sequential-miss rule applied to the inode's history
  *      instead of the handle's (STREAM_SEQ: start = @index, size =
@@ -47,7 +50,7 @@
  *      handle, and interleaved streams one read earlier than context
  *      readahead does.
  *   4. Random by those rules, but a stream S reaches @index (a reordered
- *      request):
+ *      request; not another reader's trail, as in rule 2):
  *      - @index >= S.end (it overtook the window): STREAM_AHEAD, push S as
  *        its mark would (start = S.end, size = next_size(S.size),
  *        async_size = size), growing the size by next_size() until the
@@ -76,17 +79,32 @@
  *      push; else next_hole recovery), with max = S.cap when a stream S
  *      reaches @index; the window is recorded as in sync rule 2.
  *
+ * Every window ends where another live, followed stream began (its
+ * origin; never short of the request), without a mark: the pages past it
+ * are that stream's (ra_stream_next_origin(), decide.c meet_next_stream()).
+ *
  * Thrash feedback: a miss on a page the cache evicted prefetched-and-unused
  * (a ghost hit) and waste (such an eviction) halve the cap of the stream
  * they belong to, at most once per window (a lost window causes many
  * misses); each clean window (the stream's own mark reached, no shrink
  * since its previous window) grows the cap by a quarter, up to max.
  * Ageing: the table counts decisions (ticks); an ACTIVE stream unused for
- * @idle ticks is idle.  A new stream takes a free slot, else the least
- * recently used candidate or idle stream, else the least recently used
- * stream; a new candidate never replaces a non-idle ACTIVE stream.
+ * RA_STREAM_IDLE ticks per slot is idle.  A new stream takes a free slot,
+ * else the least recently used candidate or idle stream; when every slot
+ * holds a live ACTIVE stream the table doubles (RA_STREAMS slots inline, up
+ * to RA_STREAMS_MAX), and only a full table of RA_STREAMS_MAX gives up its
+ * least recently used stream.  A new candidate never replaces a non-idle
+ * ACTIVE stream and never grows the table: random reads stay in the
+ * RA_STREAMS inline slots, while a matrix column scan (one stream a row,
+ * each opened by the context rule) gets a stream a row.
+ *
+ * Memory: the inline slots, plus RA_STREAMS_MAX x sizeof(struct ra_stream)
+ * (about 100 KiB) at most for a file read by that many streams, allocated
+ * when the table grows and freed by ra_stream_table_destroy().
  *
  * Locking: none inside; ra.c guards a table with its file's table lock.
+ * Growing allocates (malloc) under that lock; when it fails the table
+ * keeps its size and replaces its least recently used stream as before.
  */
 #ifndef AHEADFS_RA_STREAM_H
 #define AHEADFS_RA_STREAM_H
@@ -94,9 +112,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Slots per inode: small and fixed (matrix scans with more columns than
- * this fall back to the per-handle and context rules). */
+/* Slots per inode: RA_STREAMS inline (every file), doubled on demand up to
+ * RA_STREAMS_MAX (files read by many streams at once: matrix column scans,
+ * a server's clients on one file). */
 #define RA_STREAMS 8
+#define RA_STREAMS_MAX 1024
 
 enum ra_stream_state {
 	RA_STREAM_FREE = 0,
@@ -114,6 +134,7 @@ struct ra_stream {
 	uint64_t cap; /* window cap, min_cap..max */
 	uint64_t last_use; /* table tick of the last decision */
 	uint32_t windows_since_shrink;
+	uint64_t share_epoch; /* the engine's fair share: last epoch counted */
 	/* counters, for the stats */
 	uint64_t windows;
 	uint64_t thrash;
@@ -121,22 +142,29 @@ struct ra_stream {
 };
 
 struct ra_stream_table {
-	struct ra_stream s[RA_STREAMS];
+	struct ra_stream *s; /* nr slots: inline, or allocated when grown */
+	unsigned int nr;
+	struct ra_stream inline_s[RA_STREAMS];
 	uint64_t tick;
 	uint64_t max; /* cap ceiling: the engine's max window */
 	uint64_t min_cap; /* cap floor */
-	uint64_t idle; /* ticks after which an ACTIVE stream is idle */
 };
 
-/* Reach of a stream, in windows (see the top).  Defaults: idle = 64 *
- * RA_STREAMS decisions, min_cap = min(max, 4). */
+/* Reach of a stream, in windows (see the top).  A stream is idle after
+ * RA_STREAM_IDLE decisions per slot of its table without one of its own
+ * (64 x 8 = 512 at first).  min_cap = min(max, 4). */
 #define RA_STREAM_REACH 4
+#define RA_STREAM_IDLE 64
 
 /** ra_stream_table_init() - Empty table for windows up to @max pages. */
 void ra_stream_table_init(struct ra_stream_table *t, uint64_t max);
 
-/** ra_stream_table_reset() - Forget every stream (file invalidated). */
+/** ra_stream_table_reset() - Forget every stream (file invalidated); the
+ * table keeps its size. */
 void ra_stream_table_reset(struct ra_stream_table *t);
+
+/** ra_stream_table_destroy() - Free what the table allocated growing. */
+void ra_stream_table_destroy(struct ra_stream_table *t);
 
 /**
  * ra_stream_match() - The ACTIVE stream closest to @index among those that
@@ -214,6 +242,16 @@ int ra_stream_thrash(struct ra_stream_table *t, uint64_t index);
  * Return: The slot charged, or -1.
  */
 int ra_stream_waste(struct ra_stream_table *t, uint64_t index, uint64_t pages);
+
+/**
+ * ra_stream_next_origin() - The lowest origin in [@from, @to) of a live,
+ * followed stream (ACTIVE, non-idle, a second window: a lone window may be
+ * a passing duplicate of the stream asking) other than slot @self (-1: none
+ * excluded).
+ * Return: That origin, or @to.
+ */
+uint64_t ra_stream_next_origin(const struct ra_stream_table *t, int self,
+			       uint64_t from, uint64_t to);
 
 /** ra_stream_active_count() - ACTIVE, non-idle streams. */
 unsigned int ra_stream_active_count(const struct ra_stream_table *t);

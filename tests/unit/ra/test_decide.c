@@ -464,7 +464,7 @@ static void random_check(bool table)
 	assert_true(h.h.prev_index != RA_PREV_NONE);
 	if (table) {
 		assert_int_equal(ra_stream_active_count(&s.table), 0);
-		for (int i = 0; i < RA_STREAMS; i++)
+		for (unsigned int i = 0; i < s.table.nr; i++)
 			assert_int_not_equal(s.table.s[i].state,
 					     RA_STREAM_ACTIVE);
 		assert_int_equal(s.table.s[0].state, RA_STREAM_CANDIDATE);

@@ -105,6 +105,7 @@ static inline void sim_free(struct sim *s)
 	free(s->fifo);
 	free(s->io);
 	free(s->dec);
+	ra_stream_table_destroy(&s->table);
 }
 
 static inline void handle_init(struct handle *h)
