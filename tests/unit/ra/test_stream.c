@@ -551,6 +551,7 @@ static void test_table_slots_and_ageing(void **state)
 	assert_int_equal(ra_stream_match(&t, 1064 + 256, 128), s0);
 	assert_int_equal(ra_stream_match_mark(&t, 1000), s0);
 	assert_int_equal(ra_stream_match_mark(&t, 1001), -1);
+	ra_stream_table_destroy(&t);
 }
 
 /* Thrash and waste shrink a cap at most once per window and never below
