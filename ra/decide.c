@@ -263,10 +263,10 @@ static bool continues_another(const struct ra_stream *s,
 
 /* Record a window the per-handle rules opened: into @slot if it moves that
  * stream forward (never back: a stale handle window behind the stream only
- * refreshes it), else as a new stream.  A window past the stream's that
- * continues pages read before (continues_another()) is a new stream too:
- * the next row of a column scan, which the stream must not leave its own
- * row for. */
+ * refreshes it), else as a new stream.  A window more than a window past
+ * the stream's that continues pages read before (continues_another()) is a
+ * new stream too: the next row of a column scan, which the stream must not
+ * leave its own row for. */
 static void stream_record(struct ra_stream_table *t, int slot,
 			  const struct ra_view *v, struct ra_decision *d)
 {

@@ -58,21 +58,20 @@ static bool stream_idle(const struct ra_stream_table *t,
  * RA_STREAMS_MAX, or out of memory: the caller replaces a stream). */
 static int stream_grow(struct ra_stream_table *t)
 {
-	unsigned int nr = t->nr * 2;
+	unsigned int old = t->nr;
 	struct ra_stream *s;
 
-	if (nr > RA_STREAMS_MAX)
+	if (2 * old > RA_STREAMS_MAX)
 		return -1;
-	s = calloc(nr, sizeof(*s));
+	s = calloc(2 * old, sizeof(*s));
 	if (!s)
 		return -1;
-	memcpy(s, t->s, t->nr * sizeof(*s));
+	memcpy(s, t->s, old * sizeof(*s));
 	if (t->s != t->inline_s)
 		free(t->s);
 	t->s = s;
-	nr = t->nr;
-	t->nr *= 2;
-	return (int)nr;
+	t->nr = 2 * old;
+	return (int)old;
 }
 
 /* How far ahead of its window (and before its origin) a stream still claims
