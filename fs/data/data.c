@@ -273,6 +273,7 @@ static struct afs_fcache *fcache_new(struct afs_ahead *a,
 		goto out_lock;
 	fc->a = a;
 	fc->key = *key;
+	fc->direct_fd = -1;
 	identity_set_locked(fc, st); /* not yet shared */
 	ra_state_init(&fc->ra);
 	fc->refs = 1;
@@ -287,6 +288,10 @@ out_free:
 
 static void fcache_free(struct afs_fcache *fc)
 {
+	int dfd = afs_fcache_direct_take(fc);
+
+	if (dfd >= 0)
+		close(dfd);
 	cache_thread_online();
 	if (fc->raf)
 		ra_file_put(fc->raf);
@@ -465,6 +470,7 @@ void afs_fcache_put(struct afs_fcache *fc)
 	struct afs_ahead *a;
 	struct ra_file *raf;
 	size_t dropped;
+	int dfd;
 
 	if (!fc)
 		return;
@@ -484,8 +490,11 @@ void afs_fcache_put(struct afs_fcache *fc)
 	/* Park it: no reference is left, so no reader uses raf. */
 	raf = fc->raf;
 	__atomic_store_n(&fc->raf, NULL, __ATOMIC_RELAXED);
+	dfd = afs_fcache_direct_take(fc); /* a reviver opens its own */
 	pthread_mutex_unlock(&a->files_lock);
 	ra_file_put(raf); /* its queued windows, its backing fd */
+	if (dfd >= 0)
+		close(dfd);
 	pthread_mutex_lock(&a->files_lock);
 	if (!fc->refs && !fc->idle) {
 		idle_push_locked(a, fc);

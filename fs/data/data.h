@@ -100,6 +100,13 @@
 /* The write-behind piece by default (-o write_behind=; behind.c,
  * docs/tuning.md). */
 #define AFS_WRITE_BEHIND_DEFAULT (8u << 20)
+/* The smallest write sent to the backing with O_DIRECT by default
+ * (-o write_direct=; write.c, docs/tuning.md). */
+#define AFS_WRITE_DIRECT_DEFAULT (256u << 10)
+/* What a direct write's offset, length and buffer are aligned to: the
+ * page, a multiple of every block device's logical block size. */
+#define AFS_WRITE_DIRECT_ALIGN 4096u
+
 /* Pieces queued for the write-behind thread at most (behind.c). */
 #define AFS_BEHIND_QUEUE 64
 /* How far a write may land from a run's end and still belong to it
@@ -147,6 +154,8 @@ extern const char *const afs_write_mode_names[];
  *	AFS_IDLE_FILES_DEFAULT.
  * @write_behind: -o write_behind=: the piece of a sequential run of writes
  *	handed to the backing's writeback at once (behind.c); 0: off.
+ * @write_direct: -o write_direct=: the smallest write of the kernel's
+ *	writeback cache sent to the backing with O_DIRECT (write.c); 0: off.
  */
 struct afs_ahead_config {
 	uint64_t cache_size;
@@ -157,6 +166,7 @@ struct afs_ahead_config {
 	bool manual_reclaim;
 	unsigned int idle_files;
 	uint64_t write_behind;
+	uint64_t write_direct;
 };
 
 struct afs_fcache;
@@ -191,6 +201,12 @@ struct afs_ahead {
 		uint64_t failed; /* sync_file_range() calls that failed */
 		uint64_t skipped; /* pieces left to the kernel (queue full) */
 	} behind_counts; /* __atomic */
+	/* direct writes (write.c), __atomic */
+	struct afs_direct_counts {
+		uint64_t writes; /* written with O_DIRECT */
+		uint64_t bytes; /* their bytes */
+		uint64_t refused; /* files whose backing refused O_DIRECT */
+	} direct_counts;
 	/* what the backing watcher did (fs/watch/watch.h), __atomic */
 	struct afs_watch_counts watch;
 	pthread_mutex_t files_lock; /* the table below, every fc->refs */
@@ -231,6 +247,11 @@ struct afs_fcache {
 	uint64_t size; /* __atomic (written under lock): EOF */
 	struct timespec mtime, ctime; /* under lock */
 	struct ra_state ra; /* readahead state of reads without a handle */
+	/* The file's O_DIRECT write descriptor (write.c), __atomic: -1 not
+	 * open; taken out under a->files_lock when the last reference goes
+	 * and closed outside it.  direct_refused: the backing refused one. */
+	int direct_fd;
+	bool direct_refused; /* __atomic */
 	/* under lock: the run of writes being handed over (behind.c) */
 	uint64_t behind_from, behind_next, behind_bytes;
 	uint64_t changes; /* __atomic: changes behind the mount seen */
@@ -521,6 +542,37 @@ void afs_fcache_touched(struct afs_fcache *fc, int fd);
 void afs_fcache_written(struct afs_fcache *fc, int fd, uint64_t off,
 			uint64_t len);
 
+/**
+ * afs_data_write() - Write @iov[0..@n) at @off of the file through @fd:
+ * the one way the adapter's WRITE reaches the backing.
+ * @fc: The file (NULL: no data path state; the write is buffered).
+ * @rwf: pwritev2() flags (RWF_APPEND, RWF_DSYNC, RWF_SYNC: a request
+ *	without a handle, whose descriptor does not carry them).
+ * @writeback: the write comes from the kernel's writeback cache: no
+ *	writer waits on it.
+ * @at: Where the bytes went (with RWF_APPEND, the end the backing chose).
+ * @direct: Set when the bytes went with O_DIRECT (nothing is left dirty in
+ *	the backing's page cache for write-behind to hand over).
+ *
+ * Buffered (pwritev2() on @fd) but for a @writeback write of at least
+ * cfg.write_direct bytes at an offset and of a length aligned to
+ * AFS_WRITE_DIRECT_ALIGN, without RWF_APPEND: that goes with O_DIRECT
+ * (write.c: why, through which descriptor, from which buffer, and what a
+ * backing that refuses it gets).
+ * Context: Serving thread; may sleep on the device.
+ * Return: Bytes written (short as the backing's), or -errno.
+ */
+ssize_t afs_data_write(struct afs_fcache *fc, int fd, const struct iovec *iov,
+		       int n, uint64_t off, int rwf, bool writeback,
+		       uint64_t *at, bool *direct);
+
+/**
+ * afs_fcache_direct_take() - Take @fc's O_DIRECT write descriptor out (-1
+ * if none) for the caller to close.  Context: under a->files_lock with no
+ * reference left (so no writer uses it), or when freeing.
+ */
+int afs_fcache_direct_take(struct afs_fcache *fc);
+
 struct afs_behind;
 struct afs_behind_counts;
 /**
@@ -631,6 +683,19 @@ int afs_fcache_warm(struct afs_fcache *fc, uint64_t first, uint64_t npages);
  * Return: The buffer, or NULL on ENOMEM.
  */
 void *afs_thread_buf(size_t size);
+
+/**
+ * afs_thread_buf_contig() - As afs_thread_buf(), but in one huge page
+ * where the kernel gives one (madvise MADV_HUGEPAGE; 2 MiB aligned): a
+ * buffer physically contiguous, so that an O_DIRECT transfer of up to
+ * AFS_DATA_MAX_REQUEST reaches the device as one request, not in pieces
+ * of as many 4 KiB pages as the queue takes segments.  The thread's one
+ * buffer: it replaces a plain one (and afs_thread_buf() returns it after).
+ *
+ * Context: Serving thread.
+ * Return: The buffer, or NULL on ENOMEM.
+ */
+void *afs_thread_buf_contig(size_t size);
 
 /**
  * afs_thread_buf_release() - Free the calling thread's buffer now (the main

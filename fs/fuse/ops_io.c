@@ -34,9 +34,10 @@
  *
  * Reads go through the data path (afs_data_read(), replying with an iovec
  * over cache pages).  Writes: libfuse hands the request's data in its
- * per-thread receive buffer; fuse_buf_copy() pwrite()s it straight to the
- * backing fd, no copy and no allocation; then afs_fcache_changed() drops
- * the cached pages the write covered.
+ * per-thread receive buffer; afs_data_write() pwrite()s it straight to the
+ * backing fd, no copy and no allocation -- or, for a large write of the
+ * kernel's writeback cache, with O_DIRECT (fs/data/write.c); then
+ * afs_fcache_changed() drops the cached pages the write covered.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -498,23 +499,19 @@ static int write_rwf(const struct io_target *t, int flags)
 					   : 0);
 }
 
-/* Write @bufv at @off of @fd (@rwf: pwritev2 flags; with RWF_APPEND at
- * the end, *@at then says where).  Return: bytes, or -errno. */
-static ssize_t write_data(struct fuse_bufvec *bufv, int fd, off_t off, int rwf,
-			  off_t *at)
+/* Write @bufv at @off of @t's file (@rwf: pwritev2 flags; @writeback: a
+ * write of the kernel's writeback cache) through the data path
+ * (afs_data_write(): buffered, or O_DIRECT for large writeback writes);
+ * *@at says where the bytes went, *@direct how.  Return: bytes, or
+ * -errno. */
+static ssize_t write_data(const struct io_target *t, struct fuse_bufvec *bufv,
+			  off_t off, int rwf, bool writeback, off_t *at,
+			  bool *direct)
 {
-	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
 	struct iovec iov[8];
-	struct stat st;
+	uint64_t where;
 	ssize_t n;
 
-	*at = off;
-	if (!rwf) {
-		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		dst.buf[0].fd = fd;
-		dst.buf[0].pos = off;
-		return fuse_buf_copy(&dst, bufv, 0);
-	}
 	/* No splice (ops_entry.c afs_op_init()): the data is in memory. */
 	if (bufv->count - bufv->idx > 8)
 		return -EINVAL;
@@ -526,18 +523,20 @@ static ssize_t write_data(struct fuse_bufvec *bufv, int fd, off_t off, int rwf,
 		iov[k - bufv->idx].iov_len =
 			bufv->buf[k].size - (k == bufv->idx ? bufv->off : 0);
 	}
-	n = pwritev2(fd, iov, (int)(bufv->count - bufv->idx), off, rwf);
-	if (n < 0)
-		return -errno;
-	if ((rwf & RWF_APPEND) && !fstat(fd, &st))
-		*at = st.st_size - n;
+	n = afs_data_write(afs_inode_fc(t->inode), t->fd, iov,
+			   (int)(bufv->count - bufv->idx), (uint64_t)off, rwf,
+			   writeback, &where, direct);
+	*at = (off_t)where;
 	return n;
 }
 
 void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		      off_t off, struct fuse_file_info *fi)
 {
+	struct afs_fs *fs = afs_req_fs(req);
+	bool writeback = __atomic_load_n(&fs->writeback, __ATOMIC_ACQUIRE);
 	struct io_target t;
+	bool direct = false;
 	mode_t had;
 	off_t at;
 	ssize_t n;
@@ -558,12 +557,14 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 			fuse_reply_err(req, -rc);
 			return;
 		}
-		n = write_data(bufv, t.fd, off, rwf, &at);
+		/* Buffered: the write's kill-privilege is the backing's
+		 * buffered write's, as the caller. */
+		n = write_data(&t, bufv, off, rwf, false, &at, &direct);
 		afs_creds_leave(&c);
 		if (n > 0)
 			privs_killed(req, ino, t.fd, had);
 	} else {
-		n = write_data(bufv, t.fd, off, rwf, &at);
+		n = write_data(&t, bufv, off, rwf, writeback, &at, &direct);
 	}
 	if (n == -EBADF && io_target_wr_err(&t))
 		n = io_target_wr_err(
@@ -577,8 +578,10 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		return;
 	}
 	/* Before the reply: once the kernel has it, a RELEASE may close the
-	 * handle and drop the inode.  Synced writes are on the device. */
-	if (!(rwf & (RWF_DSYNC | RWF_SYNC)) && !(fi->flags & O_DSYNC))
+	 * handle and drop the inode.  Synced and direct writes are on the
+	 * device. */
+	if (!direct && !(rwf & (RWF_DSYNC | RWF_SYNC)) &&
+	    !(fi->flags & O_DSYNC))
 		afs_fcache_written(afs_inode_fc(t.inode), t.fd, (uint64_t)at,
 				   (uint64_t)n);
 	io_target_put(afs_req_fs(req), &t);

@@ -56,6 +56,22 @@ struct afs_opt_spec {
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
+/* @bytes (whole KiB) in the largest unit that holds it exactly: "4K",
+ * "1M", "1024G". */
+static const char *size_text(char buf[24], double bytes)
+{
+	static const char units[] = "GMK";
+	double scale = GIB;
+
+	for (const char *u = units; *u; u++, scale /= KIB)
+		if (bytes >= scale && fmod(bytes, scale) == 0) {
+			snprintf(buf, 24, "%.0f%c", bytes / scale, *u);
+			return buf;
+		}
+	snprintf(buf, 24, "%.0fK", bytes / KIB);
+	return buf;
+}
+
 /* The table.  Keep --help, docs/aheadfs.1 and docs/passthrough.md in step
  * with it. */
 static const struct afs_opt_spec afs_opt_table[] = {
@@ -123,6 +139,10 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"write_behind", OPT_BYTES, true, F(ahead.write_behind), 0, 1 * GIB,
 	 "hand each finished piece of this size of a sequential run of writes "
 	 "to the backing's writeback at once; 0: off (default 8M)"},
+	{"write_direct", OPT_BYTES, true, F(ahead.write_direct), 0,
+	 AFS_DATA_MAX_REQUEST,
+	 "write_mode=writeback: send the kernel's writes of at least this "
+	 "size to the backing with O_DIRECT; 0: off (default 256K)"},
 	{"idle_files", OPT_UINT, true, F(ahead.idle_files), 1,
 	 AFS_IDLE_FILES_MAX,
 	 "files no one uses kept with their cache, oldest dropped first "
@@ -224,6 +244,7 @@ void afs_opts_init(struct afs_opts *o)
 	o->max_threads = 10;
 	o->max_idle_threads = 10;
 	o->ahead.write_behind = AFS_WRITE_BEHIND_DEFAULT;
+	o->ahead.write_direct = AFS_WRITE_DIRECT_DEFAULT;
 	o->attr_timeout = 1.0;
 	o->entry_timeout = -1; /* afs_opts_entry_timeout() */
 }
@@ -336,15 +357,17 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 		return 0;
 	}
 	case OPT_BYTES: {
+		char lo[24], hi[24];
 		uint64_t v;
 
 		if (ra_parse_size(value, &v) || v < s->min || v > s->max ||
 		    (v % 4096))
 			return fail(err, errlen, -EINVAL,
 				    "bad value '%s' for option '%s': expected "
-				    "a size from %.0fK to %.0fG in whole 4K "
+				    "a size from %s to %s in whole 4K "
 				    "pages (suffixes K, M, G)",
-				    value, s->name, s->min / KIB, s->max / GIB);
+				    value, s->name, size_text(lo, s->min),
+				    size_text(hi, s->max));
 		*(uint64_t *)((char *)o + s->field) = v;
 		return 0;
 	}

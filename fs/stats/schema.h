@@ -121,6 +121,8 @@
 	X(options, write_mode, TEXT, "writethrough or writeback")              \
 	X(options, write_behind, GAUGE,                                        \
 	  "the write-behind piece in bytes, 0 off")                            \
+	X(options, write_direct, GAUGE,                                        \
+	  "the smallest writeback write sent with O_DIRECT, bytes, 0 off")     \
 	X(options, cache_size, GAUGE, "the cache's memory budget in bytes")    \
 	X(options, ra_max, GAUGE,                                              \
 	  "the readahead window cap in bytes, 0 automatic")                    \
@@ -212,6 +214,11 @@
 	  "pieces left to the kernel's writeback: the queue was full")         \
 	X(writes, behind_failed, COUNTER,                                      \
 	  "pieces whose sync_file_range() failed")                             \
+	X(writes, direct_writes, COUNTER,                                      \
+	  "writes sent to the backing with O_DIRECT (write_direct=)")          \
+	X(writes, direct_bytes, COUNTER, "... and their bytes")                \
+	X(writes, direct_refused, COUNTER,                                     \
+	  "files whose backing refused O_DIRECT writes: buffered since")       \
 	AFS_SCHEMA_TAIL(X)
 
 enum afs_stat_kind {

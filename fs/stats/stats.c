@@ -309,6 +309,7 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->options_write_mode =
 		ra_name_of(afs_write_mode_names, cfg->write_mode);
 	s->options_write_behind = cfg->write_behind;
+	s->options_write_direct = cfg->write_direct;
 	s->options_cache_size = cfg->cache_size;
 	s->options_ra_max = tune.max_bytes;
 	s->options_ra_workers = es.workers;
@@ -355,6 +356,9 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->writes_behind_bytes = ar.behind.bytes;
 	s->writes_behind_skipped = ar.behind.skipped;
 	s->writes_behind_failed = ar.behind.failed;
+	s->writes_direct_writes = ar.direct.writes;
+	s->writes_direct_bytes = ar.direct.bytes;
+	s->writes_direct_refused = ar.direct.refused;
 	s->_uncached_reads = ar.uncached_reads;
 	s->_revalidations = ar.revalidations;
 }

@@ -55,6 +55,7 @@ struct afs_stats_aref {
 	struct afs_warm_counters warm;
 	struct afs_watch_counts watch; /* a copy */
 	struct afs_behind_counts behind; /* a copy */
+	struct afs_direct_counts direct; /* a copy */
 };
 
 /** afs_stats_aref() - @a's state.  Context: any. */

@@ -105,6 +105,12 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 	BEHIND_COPY(skipped);
 	BEHIND_COPY(failed);
 #undef BEHIND_COPY
+#define DIRECT_COPY(f)                                                         \
+	out->direct.f = __atomic_load_n(&a->direct_counts.f, __ATOMIC_RELAXED)
+	DIRECT_COPY(writes);
+	DIRECT_COPY(bytes);
+	DIRECT_COPY(refused);
+#undef DIRECT_COPY
 }
 
 ssize_t afs_stats_size_answer(size_t len)

@@ -322,6 +322,10 @@ cg_exec() {
 }
 
 dev_stat() { awk '{print $1, $3, $5, $7}' "/sys/block/$loopname/stat"; } # rd_ios rd_sect wr_ios wr_sect
+# The machine's busy CPU time so far, in clock ticks: user, nice, system,
+# irq and softirq of every CPU (not idle, iowait or steal).
+cpu_ticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+clk_tck=$(getconf CLK_TCK)
 cg_ios() { # reads and writes the cell's cgroup counted for the loop device
 	[ -n "$cg_blk" ] || { echo "- -"; return; }
 	awk -v d="$majmin" '$1 == d && $2 == "Read" {r = $3} $1 == d && $2 == "Write" {w = $3}
@@ -413,19 +417,19 @@ run_cell() {
 	[ "$t" != backing ] && path=$mnt
 	: >"$log"
 	if [ -n "${target_why[$t]:-}" ]; then
-		cell_result="SKIP (${target_why[$t]})||||||||||"
+		cell_result="SKIP (${target_why[$t]})|||||||||||"
 		return
 	fi
 	if [[ $kind == nfs-* ]] && [ -n "$nfs_why" ]; then
-		cell_result="SKIP ($nfs_why)||||||||||"
+		cell_result="SKIP ($nfs_why)|||||||||||"
 		return
 	fi
 	if [ "$memlim" != none ] && [ -z "$mem_root" ]; then
-		cell_result="SKIP (no cgroup v1 memory controller)||||||||||"
+		cell_result="SKIP (no cgroup v1 memory controller)|||||||||||"
 		return
 	fi
 	if [ "$profile" = iops ] && [ -z "$blk_root" ]; then
-		cell_result="SKIP (no cgroup v1 blkio controller)||||||||||"
+		cell_result="SKIP (no cgroup v1 blkio controller)|||||||||||"
 		return
 	fi
 	cg_blk= cg_mem=
@@ -484,8 +488,8 @@ run_cell() {
 	if [ "$status" = ok ] && [ "$kind" = hot ]; then
 		(cg_exec "$READ_PATTERNS" seq "$file" --bs 1M --limit "$limit") >/dev/null 2>>"$log" || true
 	fi
-	local d0 d1 c0 c1 k0
-	d0=$(dev_stat) c0=$(cg_ios) k0=$(oom_kills)
+	local d0 d1 c0 c1 k0 u0 u1 cpu
+	d0=$(dev_stat) c0=$(cg_ios) k0=$(oom_kills) u0=$(cpu_ticks)
 	local rc=0 retried=
 	if [ "$status" = ok ]; then
 		line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
@@ -497,11 +501,11 @@ run_cell() {
 			sleep 1
 			retried="retried once (the first OPEN failed) "
 			rc=0
-			d0=$(dev_stat) c0=$(cg_ios)
+			d0=$(dev_stat) c0=$(cg_ios) u0=$(cpu_ticks)
 			line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
 		fi
 	fi
-	d1=$(dev_stat) c1=$(cg_ios)
+	d1=$(dev_stat) c1=$(cg_ios) u1=$(cpu_ticks)
 	local hwm=- peak=-
 	if [ -n "$daemon" ] && [ -r "/proc/$daemon/status" ]; then
 		hwm=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$daemon/status")
@@ -533,7 +537,7 @@ run_cell() {
 	if [ "$status" != ok ]; then
 		mkdir -p "$logs"
 		cp "$log" "$logs/$profile-$t-cell$cell_no.log"
-		cell_result="$status||||||${hwm}|${peak}|||"
+		cell_result="$status||||||${hwm}|${peak}||||"
 		return
 	fi
 	local dios dbytes cgio=- r0 rs0 w0 ws0 r1 rs1 w1 ws1 cr0 cw0 cr1 cw1
@@ -561,7 +565,8 @@ run_cell() {
 		esac
 	done
 	extra+=$retried
-	cell_result="ok|$mbs|$got|$dios|$dbytes|$cgio|$hwm|$peak|$p50|$p99|${extra% }"
+	cpu=$(awk -v a="$u0" -v b="$u1" -v hz="$clk_tck" 'BEGIN {printf "%.1f", (b - a) / hz}')
+	cell_result="ok|$mbs|$got|$dios|$dbytes|$cgio|$hwm|$peak|$p50|$p99|${extra% }|$cpu"
 }
 
 # --- the run ----------------------------------------------------------------
@@ -580,7 +585,7 @@ hdr() {
 hdr >&2
 
 csv=$out.csv
-echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra,cell_seconds" >"$csv"
+echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra,cpu_s,cell_seconds" >"$csv"
 declare -A res
 nt=${#tlist[@]}
 for profile in "${plist[@]}"; do
@@ -664,19 +669,19 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else 
 			echo
 		done
 		echo
-		echo "Per cell (the median run): device I/Os and bytes (reads; writes for the write rows) from /sys/block/$loopname/stat, the cell cgroup's blkio.throttle.io_serviced count for the device, average device I/O, read amplification (device bytes ÷ bytes delivered), latency per request, the daemon's VmHWM, the cgroup's memory.max_usage_in_bytes."
+		echo "Per cell (the median run): device I/Os and bytes (reads; writes for the write rows) from /sys/block/$loopname/stat, the cell cgroup's blkio.throttle.io_serviced count for the device, average device I/O, read amplification (device bytes ÷ bytes delivered), latency per request, the daemon's VmHWM, the cgroup's memory.max_usage_in_bytes, the machine's busy CPU-seconds during the workload (all cores: user, system, interrupts; not idle or iowait)."
 		echo
 		n_cmp=0 n_eq=0 cmp_diff=()
-		echo "| workload | target | MB/s | device I/Os | cgroup I/Os | device MiB | avg I/O KiB | dev ÷ delivered | p50 / p99 µs | daemon RSS MiB | cgroup peak MiB | notes |"
-		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+		echo "| workload | target | MB/s | device I/Os | cgroup I/Os | device MiB | avg I/O KiB | dev ÷ delivered | p50 / p99 µs | daemon RSS MiB | cgroup peak MiB | CPU s | notes |"
+		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 		for row in "${rows[@]}"; do
 			IFS='|' read -r kind _ name _ <<<"$row"
 			[ "$profile" != fast ] && [ "$kind" = write ] && continue
 			for t in "${tlist[@]}"; do
 				m=$(median_of "$profile" "$name" "$t")
-				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra <<<"$m"
+				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra cpu <<<"$m"
 				if [ "$st" != ok ]; then
-					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | |"
+					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | | |"
 					continue
 				fi
 				avg=- amp=-
@@ -684,7 +689,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else 
 				[ "$got" -gt 0 ] && amp=$(awk -v b="$dbytes" -v g="$got" 'BEGIN {printf "%.2f", b / g}')
 				lat=-
 				[ "$p50" != - ] && lat="$p50 / $p99"
-				echo "| $name | $t | $(fmt_mb "$mbs") | $dios | $cgio | $(mib "$dbytes" 1048576) | $avg | $amp | $lat | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | $extra |"
+				echo "| $name | $t | $(fmt_mb "$mbs") | $dios | $cgio | $(mib "$dbytes" 1048576) | $avg | $amp | $lat | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | ${cpu:--} | $extra |"
 				if [ "$kind" != write ] && [[ $cgio =~ ^[0-9]+$ ]]; then
 					n_cmp=$((n_cmp + 1))
 					if [ "$cgio" = "$dios" ]; then

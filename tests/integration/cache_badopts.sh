@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cache_badopts.sh - every cache and readahead option (-o cache_size=,
 # ra_max=, ra_workers=, stripe=, chunk=, context_ra=, stream_table=,
-# backing_io=, read_mode=, write_mode=, write_behind=) with a malformed or out-of-range value, and a
+# backing_io=, read_mode=, write_mode=, write_behind=, write_direct=) with a malformed or out-of-range value, and a
 # cache_size too small for the threads and workers: one clear line on stderr
 # that names the option, a plain non-zero exit, nothing mounted.  Then the
 # good values of each are accepted and shown in force in the root's stats.
@@ -80,14 +80,17 @@ done
 for v in abc "" -1 3K 4097 2G on; do
 	refused "write_behind=$v"
 done
+for v in abc "" -1 3K 4097 2M 1025K on; do
+	refused "write_direct=$v"
+done
 [ "$bad" -eq 0 ] || afs_fail "bad option values not refused cleanly"
 
 # The good values are accepted and in force.
-afs_mount -o cache_size=256M,ra_max=2M,ra_workers=2,stripe=512K,chunk=128K,context_ra=loose,stream_table=off,backing_io=buffered,read_mode=direct,write_mode=writeback,write_behind=4M
+afs_mount -o cache_size=256M,ra_max=2M,ra_workers=2,stripe=512K,chunk=128K,context_ra=loose,stream_table=off,backing_io=buffered,read_mode=direct,write_mode=writeback,write_behind=4M,write_direct=512K
 root=$(ac_stats "$AFS_MNT")
-ac_assert "$root" "g('options') == {'read_mode': 'direct', 'write_mode': 'writeback', 'write_behind': 4194304, 'cache_size': 268435456, 'ra_max': 2097152, 'ra_workers': 2, 'stripe': 524288, 'chunk': 131072, 'context_ra': 'loose', 'stream_table': 'off', 'backing_io': 'buffered'}" \
+ac_assert "$root" "g('options') == {'read_mode': 'direct', 'write_mode': 'writeback', 'write_behind': 4194304, 'write_direct': 524288, 'cache_size': 268435456, 'ra_max': 2097152, 'ra_workers': 2, 'stripe': 524288, 'chunk': 131072, 'context_ra': 'loose', 'stream_table': 'off', 'backing_io': 'buffered'}" \
 	"options not in force as given"
-ac_assert "$root" "list(g('options').keys()) == ['read_mode', 'write_mode', 'write_behind', 'cache_size', 'ra_max', 'ra_workers', 'stripe', 'chunk', 'context_ra', 'stream_table', 'backing_io']" \
+ac_assert "$root" "list(g('options').keys()) == ['read_mode', 'write_mode', 'write_behind', 'write_direct', 'cache_size', 'ra_max', 'ra_workers', 'stripe', 'chunk', 'context_ra', 'stream_table', 'backing_io']" \
 	"options keys not in the documented order"
 ac_assert "$root" "g('readahead.workers') == 2 and 0.9 * 268435456 <= g('cache.budget_bytes') <= 268435456"
 afs_umount

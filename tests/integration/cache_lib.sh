@@ -12,6 +12,9 @@
 #   ac_stats PATH            the user.aheadfs.stats value of PATH (JSON), read
 #                            size-first like getfattr
 #   ac_xattr PATH NAME       any xattr value, the same way
+#   ac_cachestat FILE        "cached dirty writeback": FILE's pages in the
+#                            page cache (cachestat(2))
+#   ac_require_cachestat     skip the test (77) without cachestat(2)
 #   ac_assert JSON EXPR [MSG]  EXPR (Python) must be true; g("a.b") is the
 #                            field a.b of JSON (list items by number); on
 #                            failure prints EXPR with every g() value, the
@@ -57,6 +60,29 @@ ac_mount_ext4()
 ac_xattr()
 {
 	"$AC_IO" xattr "$1" "$2" || afs_fail "getxattr $2 on $1 failed"
+}
+
+# nr_cache nr_dirty nr_writeback of FILE, in pages: what the page cache
+# holds of it (cachestat(2), syscall 451 on x86-64 and arm64 alike).
+ac_cachestat()
+{
+	python3 - "$1" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+rng = (ctypes.c_uint64 * 2)(0, 0)
+out = (ctypes.c_uint64 * 5)()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+if libc.syscall(451, fd, rng, out, 0):
+    sys.exit(1)
+print(out[0], out[1], out[2])
+PY
+}
+
+# Skip the test (exit 77) where the kernel has no cachestat(2) (before 6.5).
+ac_require_cachestat()
+{
+	ac_cachestat /proc/self/exe >/dev/null 2>&1 ||
+		{ echo "SKIP: $AFS_TEST_NAME: no cachestat(2) in this kernel" >&2; exit 77; }
 }
 
 ac_stats()

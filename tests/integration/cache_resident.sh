@@ -17,15 +17,7 @@ set -euo pipefail
 . "$(dirname "$0")/cache_lib.sh"
 afs_require_fuse
 afs_require_root
-# cachestat(2) is syscall 451 on x86-64 and arm64 alike.
-python3 - <<'PY' || { echo "SKIP: $AFS_TEST_NAME: no cachestat(2) in this kernel" >&2; exit 77; }
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-rng = (ctypes.c_uint64 * 2)(0, 4096)
-out = (ctypes.c_uint64 * 5)()
-fd = os.open("/proc/self/exe", os.O_RDONLY)
-sys.exit(0 if libc.syscall(451, fd, rng, out, 0) == 0 else 1)
-PY
+ac_require_cachestat
 afs_loop_ext4 256
 dev=$(basename "$AFS_LOOPDEV")
 

@@ -303,10 +303,10 @@ static const struct key_spec root_top[] = {
 	{"uncached_reads", 'i'}, {"revalidations", 'i'},
 };
 static const struct key_spec root_writes[] = {
-	{"behind_pieces", 'i'},
-	{"behind_bytes", 'i'},
-	{"behind_skipped", 'i'},
-	{"behind_failed", 'i'},
+	{"behind_pieces", 'i'},	 {"behind_bytes", 'i'},
+	{"behind_skipped", 'i'}, {"behind_failed", 'i'},
+	{"direct_writes", 'i'},	 {"direct_bytes", 'i'},
+	{"direct_refused", 'i'},
 };
 static const struct key_spec root_files[] = {
 	{"idle", 'i'},	       {"idle_max", 'i'},
@@ -319,10 +319,10 @@ static const struct key_spec root_warm[] = {
 	{"refused", 'i'},
 };
 static const struct key_spec root_options[] = {
-	{"read_mode", 's'},    {"write_mode", 's'}, {"write_behind", 'i'},
-	{"cache_size", 'i'},   {"ra_max", 'i'},	    {"ra_workers", 'i'},
-	{"stripe", 'i'},       {"chunk", 'i'},	    {"context_ra", 's'},
-	{"stream_table", 's'}, {"backing_io", 's'},
+	{"read_mode", 's'},    {"write_mode", 's'},   {"write_behind", 'i'},
+	{"write_direct", 'i'}, {"cache_size", 'i'},   {"ra_max", 'i'},
+	{"ra_workers", 'i'},   {"stripe", 'i'},	      {"chunk", 'i'},
+	{"context_ra", 's'},   {"stream_table", 's'}, {"backing_io", 's'},
 };
 static const struct key_spec root_cache[] = {
 	{"budget_bytes", 'i'},
