@@ -21,6 +21,9 @@
 #include "opts.h"
 
 #define AFS_MAX_BACKGROUND 64 /* the kernel's background requests */
+/* The oldest protocol (kernel) write-only opens go direct_io on
+ * (-o wronly_io=direct, ops_entry.c afs_op_init()). */
+#define AFS_WRONLY_DIRECT_MINOR 45
 
 struct afs_ahead;
 
@@ -41,6 +44,9 @@ struct afs_fs {
 	struct afs_open open_list; /* list head */
 	bool bdi_tuned; /* __atomic: afs_tune_bdi_once() ran */
 	bool writeback; /* __atomic: the kernel's writeback cache is on */
+	/* __atomic: write-only opens get FOPEN_DIRECT_IO (-o wronly_io=,
+	 * ops_io.c finish_open()) */
+	bool wronly_direct;
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */

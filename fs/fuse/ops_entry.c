@@ -276,6 +276,26 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	__atomic_store_n(&fs->writeback,
 			 (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
 			 __ATOMIC_RELEASE);
+	/* Write-only opens around the kernel's page cache (ops_io.c
+	 * finish_open()): only on a kernel seen to keep other opens' cached
+	 * pages of a directly written range coherent -- a page a reader
+	 * cached again while the WRITE was in flight is gone once it returns
+	 * (Linux 6.18, protocol 7.45; wronly_io.sh checks it with every
+	 * backing write held 20 ms).  Earlier kernels drop the range only
+	 * before they send the WRITE, or not at all.  Not with the writeback
+	 * cache, which is there to gather writes. */
+	if (fs->opts->wronly_io == AFS_WRONLY_DIRECT &&
+	    !(conn->want & FUSE_CAP_WRITEBACK_CACHE)) {
+		if (conn->proto_minor >= AFS_WRONLY_DIRECT_MINOR)
+			__atomic_store_n(&fs->wronly_direct, true,
+					 __ATOMIC_RELEASE);
+		else
+			afs_log(LOG_INFO,
+				"protocol 7.%u: write-only opens use the "
+				"kernel's page cache (wronly_io=direct needs "
+				"7.%u)",
+				conn->proto_minor, AFS_WRONLY_DIRECT_MINOR);
+	}
 	afs_log(LOG_INFO, "serving %s on %s (protocol 7.%u, max_write %u%s%s)",
 		fs->opts->source_real, fs->opts->mountpoint_real,
 		conn->proto_minor, conn->max_write,

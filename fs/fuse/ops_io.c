@@ -280,6 +280,18 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 			fi->direct_io = 1;
 			direct_io = true;
 		}
+		/* Write-only opens in write-through mode (-o wronly_io=,
+		 * ops_entry.c afs_op_init()): the kernel copies nothing into
+		 * its page cache for them -- a write(2)'s bytes go from the
+		 * writer's pages to the WRITE, one copy less and no second
+		 * copy of the file in memory -- and, never reading, they lose
+		 * nothing.  (No shared mapping needs the cache: mmap() needs a
+		 * readable open.) */
+		if (__atomic_load_n(&fs->wronly_direct, __ATOMIC_ACQUIRE) &&
+		    (fi->flags & O_ACCMODE) == O_WRONLY) {
+			fi->direct_io = 1;
+			direct_io = true;
+		}
 	}
 	afs_handle_init(&f->h, fc, fd, direct_io);
 	f->open.free = free_file;

@@ -37,6 +37,7 @@ enum afs_opt_kind {
 
 #define NO_FIELD SIZE_MAX
 const char *const afs_opens_names[] = {"message", "none", NULL};
+const char *const afs_wronly_io_names[] = {"direct", "cached", NULL};
 
 #define F(field) offsetof(struct afs_opts, field)
 
@@ -100,6 +101,10 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "(zero-message opens: read_mode=kernel, default_permissions; "
 	 "docs/tuning.md)",
 	 0, 0, afs_opens_names},
+	{"wronly_io", OPT_ENUM, true, F(wronly_io), 0, 0,
+	 "write-only opens in write-through mode: direct (default: around "
+	 "the kernel's page cache, Linux 6.6 and later) or cached",
+	 0, 0, afs_wronly_io_names},
 	/* the cache and readahead (fs/data/data.h, docs/tuning.md) */
 	{"read_mode", OPT_ENUM, true, F(ahead.read_mode), 0, 0,
 	 "kernel (default: the kernel's page cache on top) or direct (every "

@@ -38,6 +38,15 @@ enum afs_opens {
 };
 extern const char *const afs_opens_names[];
 
+/* -o wronly_io=: how a write-only open's writes reach aheadfs in
+ * write-through mode (names afs_wronly_io_names, docs/tuning.md
+ * "wronly_io"). */
+enum afs_wronly_io {
+	AFS_WRONLY_DIRECT, /* FOPEN_DIRECT_IO: around the kernel's page cache */
+	AFS_WRONLY_CACHED, /* through the kernel's page cache, as any open */
+};
+extern const char *const afs_wronly_io_names[];
+
 struct afs_opts {
 	char *source; /* as given */
 	char *mountpoint; /* as given */
@@ -61,6 +70,7 @@ struct afs_opts {
 	double attr_timeout; /* -o attr_timeout=, seconds */
 	double entry_timeout; /* -o entry_timeout=, seconds; < 0: default */
 	int opens; /* -o opens=, enum afs_opens */
+	int wronly_io; /* -o wronly_io=, enum afs_wronly_io */
 
 	/* the cache and readahead (cache_size=, read_mode=, ra_max=,
 	 * ra_workers=, stripe=, chunk=, context_ra=, stream_table=,
