@@ -100,9 +100,6 @@
 /* The write-behind piece by default (-o write_behind=; behind.c,
  * docs/tuning.md). */
 #define AFS_WRITE_BEHIND_DEFAULT (8u << 20)
-/* The smallest write sent to the backing with O_DIRECT by default
- * (-o write_direct=; write.c, docs/tuning.md). */
-#define AFS_WRITE_DIRECT_DEFAULT (256u << 10)
 /* What a direct write's offset, length and buffer are aligned to: the
  * page, a multiple of every block device's logical block size. */
 #define AFS_WRITE_DIRECT_ALIGN 4096u
@@ -155,7 +152,9 @@ extern const char *const afs_write_mode_names[];
  * @write_behind: -o write_behind=: the piece of a sequential run of writes
  *	handed to the backing's writeback at once (behind.c); 0: off.
  * @write_direct: -o write_direct=: the smallest write of the kernel's
- *	writeback cache sent to the backing with O_DIRECT (write.c); 0: off.
+ *	writeback cache sent to the backing with O_DIRECT (write.c); 0: off,
+ *	the default (docs/benchmarks.md, "Writes around the page caches":
+ *	half the CPU time, but slower with 16 writers).
  */
 struct afs_ahead_config {
 	uint64_t cache_size;

@@ -4,16 +4,19 @@
  * bytes into the backing's page cache, and the backing's writeback (and
  * write-behind, behind.c) takes them to the device.
  *
- * Direct writes.  With the kernel's writeback cache (-o write_mode=
- * writeback) the kernel gathers writes into page-aligned requests of up to
- * 1 MiB, and no writer waits on them.  Such a request of at least
- * cfg.write_direct bytes goes with O_DIRECT.  Why: through FUSE the bytes
+ * Direct writes (off by default).  With the kernel's writeback cache (-o
+ * write_mode=writeback) the kernel gathers writes into page-aligned
+ * requests of up to 1 MiB, and no writer waits on them.  With -o
+ * write_direct= set, such a request of at least that many bytes goes with
+ * O_DIRECT.  Why: through FUSE the bytes
  * are copied three times where the backing alone copies once -- the
  * writer's copy into the mount's page cache, the kernel's into the
  * daemon's receive buffer, pwrite()'s into the backing's page cache -- and
  * the last writes fresh page-cache pages, which then need the backing's
- * writeback too.  Going around it left the 8-writer benchmark row
- * device-bound instead of CPU-bound (docs/benchmarks.md, "Direct writes").
+ * writeback too.  Going around it halves the machine's CPU time and the
+ * memory the data takes; it is faster with 8 writers and slower with 16,
+ * which is why it is off by default (docs/benchmarks.md, "Writes around
+ * the page caches").
  * The bytes are copied once more on the way, into this thread's huge-page
  * buffer (afs_thread_buf_contig()): libfuse's receive buffer holds a
  * WRITE's data 80 bytes into a malloc()ed block, never aligned, and a

@@ -147,7 +147,7 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"write_direct", OPT_BYTES, true, F(ahead.write_direct), 0,
 	 AFS_DATA_MAX_REQUEST,
 	 "write_mode=writeback: send the kernel's writes of at least this "
-	 "size to the backing with O_DIRECT; 0: off (default 256K)"},
+	 "size to the backing with O_DIRECT, e.g. 256K; 0: off (default)"},
 	{"idle_files", OPT_UINT, true, F(ahead.idle_files), 1,
 	 AFS_IDLE_FILES_MAX,
 	 "files no one uses kept with their cache, oldest dropped first "
@@ -249,7 +249,6 @@ void afs_opts_init(struct afs_opts *o)
 	o->max_threads = 10;
 	o->max_idle_threads = 10;
 	o->ahead.write_behind = AFS_WRITE_BEHIND_DEFAULT;
-	o->ahead.write_direct = AFS_WRITE_DIRECT_DEFAULT;
 	o->attr_timeout = 1.0;
 	o->entry_timeout = -1; /* afs_opts_entry_timeout() */
 }

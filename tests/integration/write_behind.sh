@@ -56,16 +56,10 @@ wait_bytes()
 	echo "$w"
 }
 
-# In writeback mode the kernel's large requests go to the backing with
-# O_DIRECT (write_direct=, write_direct.sh), which leaves nothing to hand
-# over: write-behind is what the buffered ones get, so it is tested with
-# write_direct=0 there.
-direct_off() { [ "$1" = writethrough ] || echo ,write_direct=0; }
-
 run_mode() { # WRITE_MODE
 	local wm=$1 f w c
 	AC_MODE=$wm
-	afs_mount -o write_mode="$wm$(direct_off "$wm")"
+	afs_mount -o write_mode="$wm"
 
 	# Sequential: 8 pieces of 8 MiB.
 	f=seq.$wm
@@ -129,7 +123,7 @@ control() { # WRITE_MODE
 	local wm=$1 f w c try
 	# The control: write_behind=0.  A sync(2) elsewhere on the machine
 	# (another test) would clean the file too: up to three tries.
-	afs_mount -o write_mode="$wm",write_behind=0"$(direct_off "$wm")"
+	afs_mount -o write_mode="$wm",write_behind=0
 	for try in 1 2 3; do
 		f=off.$wm.$try
 		dd if="$AFS_WORK/want" of="$AFS_MNT/$f" bs=64K status=none

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# write_direct.sh - direct writes (-o write_direct=, fs/data/write.c): in
-# writeback mode the kernel's large requests reach the backing with
-# O_DIRECT, over a real ext4 volume, the backing file's own page cache read
+# write_direct.sh - direct writes (-o write_direct=256K, fs/data/write.c;
+# off by default): in writeback mode the kernel's large requests reach the
+# backing with O_DIRECT, over a real ext4 volume, the backing file's own page cache read
 # with cachestat(2):
 #   - a file written through the mount (64 MiB in 64 KiB writes, fsync) is
 #     counted in writes.direct_writes and direct_bytes, and the backing's
 #     page cache holds almost none of it; every byte is right on the
 #     backing and through a fresh mount, and so is a file whose size ends
 #     inside a page (its last request is buffered);
-#   - the controls: write_direct=0, and write-through mode (where a writer
-#     waits on every write) count nothing and leave the file cached;
+#   - the controls: the default (off), and write-through mode (where a
+#     writer waits on every write) count nothing and leave the file cached;
 #   - (ENOSPC on the direct path: write_modes.sh, whose writeback-mode fill
 #     checks that direct writes reached the backing before the error);
 #   - a backing that refuses O_DIRECT (ramfs): the writes are buffered, the
@@ -49,7 +49,7 @@ write() {
 	echo "$w ${c%% *}"
 }
 
-set -- $(write write_mode=writeback direct)
+set -- $(write write_mode=writeback,write_direct=256K direct)
 echo "writeback: direct writes $1, bytes $2, refused $3; backing pages cached $4"
 [ "$1" -ge 64 ] && [ "$2" -ge $((60 * MIB)) ] ||
 	afs_fail "writeback: $1 direct writes of $2 bytes for 64 MiB (want >= 60 MiB)"
@@ -65,7 +65,7 @@ for rm in kernel direct; do
 	afs_umount
 done
 
-for opts in write_mode=writeback,write_direct=0 write_mode=writethrough,write_direct=4K; do
+for opts in write_mode=writeback write_mode=writethrough,write_direct=4K; do
 	set -- $(write "$opts" "off.${opts//[=,]/_}")
 	echo "$opts: direct writes $1; backing pages cached $4"
 	[ "$1" -eq 0 ] || afs_fail "$opts: $1 writes went direct"
@@ -78,7 +78,7 @@ AFS_SRC=$AFS_WORK/ramfs
 mkdir -p "$AFS_SRC"
 mount -t ramfs ramfs "$AFS_SRC" || afs_fail "mount -t ramfs failed"
 afs_at_exit 'umount -l "$AFS_WORK/ramfs" 2>/dev/null || true'
-afs_mount -o write_mode=writeback
+afs_mount -o write_mode=writeback,write_direct=256K
 dd if="$AFS_WORK/want" of="$AFS_MNT/r" bs=1M count=16 conv=fsync status=none
 set -- $(writes "$(ac_stats "$AFS_MNT")")
 echo "ramfs: direct writes $1, refused $3"
