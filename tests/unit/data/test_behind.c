@@ -25,38 +25,18 @@
 
 #include "cache/cache.h"
 #include "fs/data/data.h"
+#include "file_fixture.h"
 
 #define KIB 1024u
 #define PIECE (64 * KIB)
 
-struct fixture {
-	char path[64];
-	int fd;
-	struct afs_ahead *a;
-	struct afs_fcache *fc;
-};
-
 static int setup_piece(void **state, uint64_t piece)
 {
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	struct afs_ahead_config cfg = {.cache_size = 16u << 20,
-				       .manual_reclaim = true,
-				       .ra = {.workers = 1},
-				       .write_behind = piece};
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct afs_file_key key;
-	struct stat st;
-	char err[256];
+	struct file_fixture *fx = calloc(1, sizeof(*fx));
 
-	cache_thread_online();
 	assert_non_null(fx);
-	snprintf(fx->path, sizeof(fx->path), "%s/afs-behind-XXXXXX", dir);
-	fx->fd = mkstemp(fx->path);
-	assert_true(fx->fd >= 0);
-	assert_int_equal(fstat(fx->fd, &st), 0);
-	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
-	key = (struct afs_file_key){.dev = st.st_dev, .ino = st.st_ino};
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->fc), 0);
+	file_fixture_open(fx, &(struct afs_ahead_config){.write_behind = piece},
+			  "afs-behind");
 	*state = fx;
 	return 0;
 }
@@ -73,19 +53,16 @@ static int setup_off(void **state)
 
 static int teardown(void **state)
 {
-	struct fixture *fx = *state;
+	struct file_fixture *fx = *state;
 
-	afs_fcache_put(fx->fc);
-	afs_ahead_destroy(fx->a);
-	close(fx->fd);
-	unlink(fx->path);
+	file_fixture_close(fx);
 	free(fx);
 	return 0;
 }
 
 /* Write [@off, @off + @len) to the file (real dirty pages for the thread to
  * hand over) and report it as a serving thread does. */
-static void wrote(struct fixture *fx, uint64_t off, uint64_t len)
+static void wrote(struct file_fixture *fx, uint64_t off, uint64_t len)
 {
 	static const char buf[256 * KIB];
 
@@ -94,7 +71,7 @@ static void wrote(struct fixture *fx, uint64_t off, uint64_t len)
 	afs_fcache_written(fx->fc, fx->fd, off, len);
 }
 
-static uint64_t counted(const struct fixture *fx, const uint64_t *c)
+static uint64_t counted(const struct file_fixture *fx, const uint64_t *c)
 {
 	(void)fx;
 	return __atomic_load_n(c, __ATOMIC_ACQUIRE);
@@ -102,7 +79,7 @@ static uint64_t counted(const struct fixture *fx, const uint64_t *c)
 
 /* Wait (at most 2 s) until the thread has handed over @bytes, then a
  * little longer for anything more; return the bytes handed over. */
-static uint64_t handed(const struct fixture *fx, uint64_t bytes)
+static uint64_t handed(const struct file_fixture *fx, uint64_t bytes)
 {
 	const uint64_t *b = &fx->a->behind_counts.bytes;
 	struct timespec ms = {0, 1000 * 1000};
@@ -117,7 +94,7 @@ static uint64_t handed(const struct fixture *fx, uint64_t bytes)
 
 static void test_sequential(void **state)
 {
-	struct fixture *fx = *state;
+	struct file_fixture *fx = *state;
 
 	/* 4 KiB writes, then one ending mid-page: whole pieces of whole
 	 * pages go, the partly written last page stays. */
@@ -132,7 +109,7 @@ static void test_sequential(void **state)
 
 static void test_reordered(void **state)
 {
-	struct fixture *fx = *state;
+	struct file_fixture *fx = *state;
 
 	/* Pairs of 16 KiB requests taken second first. */
 	for (uint64_t off = 0; off < 4 * PIECE; off += 32 * KIB) {
@@ -144,7 +121,7 @@ static void test_reordered(void **state)
 
 static void test_overtaken(void **state)
 {
-	struct fixture *fx = *state;
+	struct file_fixture *fx = *state;
 
 	for (uint64_t off = 0; off < PIECE; off += 16 * KIB)
 		wrote(fx, off, 16 * KIB);
@@ -160,7 +137,7 @@ static void test_overtaken(void **state)
 
 static void test_sparse(void **state)
 {
-	struct fixture *fx = *state;
+	struct file_fixture *fx = *state;
 
 	/* Every other page of 4 pieces: the run's span is twice its bytes. */
 	for (uint64_t off = 0; off < 4 * PIECE; off += 8 * KIB)
@@ -170,7 +147,7 @@ static void test_sparse(void **state)
 
 static void test_rewritten(void **state)
 {
-	struct fixture *fx = *state;
+	struct file_fixture *fx = *state;
 
 	/* Half a piece rewritten 100 times: never a piece's span. */
 	for (int i = 0; i < 100; i++)
@@ -181,7 +158,7 @@ static void test_rewritten(void **state)
 
 static void test_jumps(void **state)
 {
-	struct fixture *fx = *state;
+	struct file_fixture *fx = *state;
 
 	/* Jumps past the gap: every write starts a run of its own. */
 	for (uint64_t k = 0; k < 16; k++)
@@ -196,7 +173,7 @@ static void test_jumps(void **state)
 
 static void test_off(void **state)
 {
-	struct fixture *fx = *state;
+	struct file_fixture *fx = *state;
 
 	assert_null(fx->a->behind);
 	for (uint64_t off = 0; off < 4 * PIECE; off += 64 * KIB)

@@ -30,6 +30,7 @@
 
 #include "cache/cache.h"
 #include "fs/data/data.h"
+#include "file_fixture.h"
 
 #define KIB 1024u
 #define MIB (1024u * KIB)
@@ -37,10 +38,7 @@
 #define WRITERS 4
 
 struct fixture {
-	char path[64];
-	int fd;
-	struct afs_ahead *a;
-	struct afs_fcache *fc;
+	struct file_fixture f;
 	bool takes_direct; /* the directory's filesystem takes O_DIRECT */
 	bool memory_fs; /* tmpfs or ramfs: every page is resident */
 };
@@ -50,45 +48,25 @@ static uint8_t pattern(uint64_t off, unsigned seed)
 	return (uint8_t)((off >> 12) * 13 + (off & 4095) * 5 + seed);
 }
 
-static struct afs_fcache *lookup(struct fixture *fx)
-{
-	struct afs_file_key key;
-	struct afs_fcache *fc;
-	struct stat st;
-
-	assert_int_equal(fstat(fx->fd, &st), 0);
-	key = (struct afs_file_key){.dev = st.st_dev, .ino = st.st_ino};
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fc), 0);
-	return fc;
-}
-
 static int setup_min(void **state, uint64_t min)
 {
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	struct afs_ahead_config cfg = {.cache_size = 16u << 20,
-				       .manual_reclaim = true,
-				       .ra = {.workers = 1},
-				       .write_direct = min};
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	char proc[32], err[256];
+	char proc[32];
 	struct statfs sf;
 	int d;
 
-	cache_thread_online();
 	assert_non_null(fx);
-	snprintf(fx->path, sizeof(fx->path), "%s/afs-write-XXXXXX", dir);
-	fx->fd = mkstemp(fx->path);
-	assert_true(fx->fd >= 0);
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fx->fd);
+	file_fixture_open(&fx->f,
+			  &(struct afs_ahead_config){.write_direct = min},
+			  "afs-write");
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fx->f.fd);
 	d = open(proc, O_WRONLY | O_DIRECT);
 	fx->takes_direct = d >= 0;
 	if (d >= 0)
 		close(d);
-	assert_int_equal(fstatfs(fx->fd, &sf), 0);
+	assert_int_equal(fstatfs(fx->f.fd, &sf), 0);
 	fx->memory_fs = sf.f_type == 0x01021994 /* TMPFS_MAGIC */ ||
 			sf.f_type == 0x858458f6 /* RAMFS_MAGIC */;
-	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
-	fx->fc = lookup(fx);
 	*state = fx;
 	return 0;
 }
@@ -107,10 +85,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	afs_fcache_put(fx->fc);
-	afs_ahead_destroy(fx->a);
-	close(fx->fd);
-	unlink(fx->path);
+	file_fixture_close(&fx->f);
 	free(fx);
 	return 0;
 }
@@ -162,7 +137,7 @@ static bool write_at(struct fixture *fx, uint64_t off, size_t len, int rwf,
 	iov[0] = (struct iovec){buf + 1, a};
 	iov[1] = (struct iovec){buf + 1 + a, b};
 	iov[2] = (struct iovec){buf + 1 + a + b, len - a - b};
-	assert_int_equal(afs_data_write(fx->fc, fx->fd, iov, 3, off, rwf,
+	assert_int_equal(afs_data_write(fx->f.fc, fx->f.fd, iov, 3, off, rwf,
 					writeback, &at, &direct),
 			 (ssize_t)len);
 	if (!(rwf & RWF_APPEND))
@@ -177,7 +152,7 @@ static void check_bytes(struct fixture *fx, uint64_t off, size_t len,
 	uint8_t *buf = malloc(len);
 
 	assert_non_null(buf);
-	assert_int_equal(pread(fx->fd, buf, len, (off_t)off), (ssize_t)len);
+	assert_int_equal(pread(fx->f.fd, buf, len, (off_t)off), (ssize_t)len);
 	for (size_t k = 0; k < len; k++)
 		if (buf[k] != pattern(off + k, seed))
 			fail_msg("byte %llu: %u, want %u",
@@ -203,20 +178,20 @@ static void test_large_aligned_writeback_goes_direct(void **state)
 	check_bytes(fx, 4 * MIB, MIN_DIRECT, 3);
 	if (!fx->takes_direct) {
 		assert_false(d1 || d2 || d3);
-		assert_int_equal(count(&fx->a->direct_counts.writes), 0);
-		assert_int_equal(count(&fx->a->direct_counts.refused), 1);
+		assert_int_equal(count(&fx->f.a->direct_counts.writes), 0);
+		assert_int_equal(count(&fx->f.a->direct_counts.refused), 1);
 		return;
 	}
 	assert_true(d1 && d2 && d3);
-	assert_int_equal(count(&fx->a->direct_counts.writes), 3);
-	assert_int_equal(count(&fx->a->direct_counts.bytes),
+	assert_int_equal(count(&fx->f.a->direct_counts.writes), 3);
+	assert_int_equal(count(&fx->f.a->direct_counts.bytes),
 			 2 * MIB + MIN_DIRECT);
-	assert_int_equal(count(&fx->a->direct_counts.refused), 0);
+	assert_int_equal(count(&fx->f.a->direct_counts.refused), 0);
 	/* (Read back with pread above: those pages are cached now; the
 	 * check is of a range written and never read.) */
 	d1 = write_at(fx, 8 * MIB, MIB, 0, true, 4);
 	assert_true(d1);
-	res = resident(fx->fd, 8 * MIB, MIB);
+	res = resident(fx->f.fd, 8 * MIB, MIB);
 	if (res >= 0 && !fx->memory_fs)
 		assert_int_equal(res, 0);
 	check_bytes(fx, 8 * MIB, MIB, 4);
@@ -252,7 +227,7 @@ static void test_buffered_otherwise(void **state)
 			check_bytes(fx, end, cases[k].len, (unsigned)k);
 			continue;
 		}
-		res = resident(fx->fd, cases[k].off, cases[k].len);
+		res = resident(fx->f.fd, cases[k].off, cases[k].len);
 		if (res >= 0 && (uint64_t)res < cases[k].len / 4096)
 			fail_msg("%s: %ld pages cached, want %zu",
 				 cases[k].what, res, cases[k].len / 4096);
@@ -260,8 +235,8 @@ static void test_buffered_otherwise(void **state)
 		if (cases[k].off + cases[k].len > end)
 			end = cases[k].off + cases[k].len;
 	}
-	assert_int_equal(count(&fx->a->direct_counts.writes), 0);
-	assert_int_equal(count(&fx->a->direct_counts.refused), 0);
+	assert_int_equal(count(&fx->f.a->direct_counts.writes), 0);
+	assert_int_equal(count(&fx->f.a->direct_counts.refused), 0);
 }
 
 /* write_direct=0: nothing goes direct. */
@@ -271,7 +246,7 @@ static void test_off(void **state)
 
 	assert_false(write_at(fx, 0, MIB, 0, true, 9));
 	check_bytes(fx, 0, MIB, 9);
-	assert_int_equal(count(&fx->a->direct_counts.writes), 0);
+	assert_int_equal(count(&fx->f.a->direct_counts.writes), 0);
 }
 
 struct writer {
@@ -305,9 +280,9 @@ static void test_one_descriptor_closed_with_the_file(void **state)
 
 	if (!fx->takes_direct)
 		skip();
-	afs_fcache_put(fx->fc); /* the fixture's, opened with nothing */
+	afs_fcache_put(fx->f.fc); /* the fixture's, opened with nothing */
 	before = open_fds();
-	fx->fc = lookup(fx);
+	fx->f.fc = file_fixture_lookup(&fx->f);
 	pthread_barrier_init(&go, NULL, WRITERS);
 	for (unsigned k = 0; k < WRITERS; k++) {
 		w[k] = (struct writer){.fx = fx, .go = &go, .k = k};
@@ -322,31 +297,31 @@ static void test_one_descriptor_closed_with_the_file(void **state)
 	assert_int_equal(open_fds(), before + 1);
 
 	/* Freed (nothing cached): closed. */
-	afs_fcache_put(fx->fc);
+	afs_fcache_put(fx->f.fc);
 	assert_int_equal(open_fds(), before);
 
 	/* Parked idle (a page of history cached): closed too, and a revived
 	 * file opens its own. */
-	fx->fc = lookup(fx);
+	fx->f.fc = file_fixture_lookup(&fx->f);
 	assert_true(write_at(fx, 0, MIB, 0, true, 30));
 	assert_int_equal(open_fds(), before + 1);
 	{
 		struct cache_page *pg;
 		unsigned int got;
 
-		assert_int_equal(cache_insert_range(fx->fc->map, 0, 1,
+		assert_int_equal(cache_insert_range(fx->f.fc->map, 0, 1,
 						    CACHE_NO_MARK, 0, &pg,
 						    &got),
 				 0);
 		assert_int_equal(got, 1);
-		assert_int_equal(pread(fx->fd, cache_page_data(pg), 4096, 0),
+		assert_int_equal(pread(fx->f.fd, cache_page_data(pg), 4096, 0),
 				 4096);
 		cache_page_complete(pg, 0);
 	}
-	afs_fcache_put(fx->fc);
-	assert_int_equal(count(&fx->a->nidle), 1);
+	afs_fcache_put(fx->f.fc);
+	assert_int_equal(count(&fx->f.a->nidle), 1);
 	assert_int_equal(open_fds(), before);
-	fx->fc = lookup(fx);
+	fx->f.fc = file_fixture_lookup(&fx->f);
 	assert_true(write_at(fx, MIB, MIB, 0, true, 31));
 	assert_int_equal(open_fds(), before + 1);
 	check_bytes(fx, 0, MIB, 30);
