@@ -201,6 +201,9 @@ struct cache_stats {
 #define CACHE_INSERT_PREFETCH                                                  \
 	0x1u /* read ahead, not requested: probation,
 				      flagged prefetched-unused */
+/* History entries are left as they are (the kernel took those pages: a
+ * readahead window need not read them again), only holes are filled. */
+#define CACHE_INSERT_KEEP_HISTORY 0x2u
 
 /* -------------------------------------------------------------------- */
 /* The cache                                                              */
@@ -496,7 +499,7 @@ void cache_page_put(struct cache_page *p);
  * @nr_out: Receives the number of pages stored in @pages.
  *
  * Indexes holding a data page (LOCKED or UPTODATE) are skipped; history
- * entries are replaced.  At the hard budget limit the call evicts, wakes the
+ * entries are replaced, or with CACHE_INSERT_KEEP_HISTORY skipped too.  At the hard budget limit the call evicts, wakes the
  * reclaimer and waits at most cfg.alloc_wait_ms for memory (not at all when
  * called inside an RCU read-side section), then inserts what fits, lowest
  * indexes first: a short result is not an error.

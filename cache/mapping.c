@@ -235,13 +235,24 @@ unsigned int cache_gang_lookup_rcu(struct cache_mapping *m, uint64_t first,
 /* Filling                                                                 */
 
 /* Missing data pages in [start, start + nr). */
+/* Indexes of [@start, @start + @nr) without a data page (@keep_history:
+ * without any entry). */
 static uint64_t count_missing(struct cache_mapping *m, uint64_t start,
-			      uint64_t nr)
+			      uint64_t nr, bool keep_history)
 {
 	uint64_t missing = 0, end = start + nr, pos = start;
 
 	rcu_read_lock();
-	while (pos < end) {
+	while (keep_history && pos < end) {
+		uint64_t next = cache_tree_next_entry_rcu(&m->tree, pos,
+							  end - 1, false);
+
+		if (next == UINT64_MAX)
+			next = end;
+		missing += next - pos;
+		pos = next + 1;
+	}
+	while (!keep_history && pos < end) {
 		uint64_t hole =
 			cache_tree_next_hole_rcu(&m->tree, pos, end - pos);
 		uint64_t next;
@@ -307,6 +318,7 @@ int cache_insert_range(struct cache_mapping *m, uint64_t start, uint64_t nr,
 {
 	struct cache *c = m->cache;
 	bool prefetch = flags & CACHE_INSERT_PREFETCH;
+	bool keep_history = flags & CACHE_INSERT_KEEP_HISTORY;
 	unsigned int want, got, used = 0;
 	uint64_t missing, end;
 	int rc = 0;
@@ -314,10 +326,10 @@ int cache_insert_range(struct cache_mapping *m, uint64_t start, uint64_t nr,
 	*nr_out = 0;
 	if (!nr || start >= CACHE_INDEX_LIMIT ||
 	    nr > CACHE_INDEX_LIMIT - start || nr > UINT32_MAX ||
-	    (flags & ~CACHE_INSERT_PREFETCH))
+	    (flags & ~(CACHE_INSERT_PREFETCH | CACHE_INSERT_KEEP_HISTORY)))
 		return -EINVAL;
 	end = start + nr;
-	missing = count_missing(m, start, nr);
+	missing = count_missing(m, start, nr, keep_history);
 	if (!missing)
 		return 0;
 	want = (unsigned int)missing;
@@ -345,6 +357,8 @@ int cache_insert_range(struct cache_mapping *m, uint64_t start, uint64_t nr,
 			if (!(cache_page_flags(e) & CACHE_PG_ERROR))
 				continue;
 			cache_page_remove_locked(m, e, 0, NULL);
+		} else if (e == CACHE_HISTORY && keep_history) {
+			continue;
 		}
 		p = spare[next_spare];
 		page_init(m, p, i, i == mark_index, prefetch);

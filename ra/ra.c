@@ -428,6 +428,7 @@ void ra_state_init(struct ra_state *st)
 	st->async_size = 0;
 	st->mark_index = st->mark_ns = st->rate = 0;
 	st->share_epoch = RA_SHARE_NONE;
+	st->refault = false;
 	__atomic_store_n(&st->prev_index, RA_PREV_NONE, __ATOMIC_RELAXED);
 }
 
@@ -750,11 +751,12 @@ static uint64_t batch_pages(const struct ra_file *f)
 
 /*
  * Insert [lo, hi) in batches; prefetch batches are queued to the workers,
- * demand batches read on this thread.  Return: 0, or the first insertion's
+ * demand batches read on this thread.  @keep_history: prefetch leaves
+ * history entries alone (issue()).  Return: 0, or the first insertion's
  * -errno (-ENOSPC: the budget is exhausted, the rest is not tried).
  */
 static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
-		       uint64_t mark, bool demand)
+		       uint64_t mark, bool demand, bool keep_history)
 {
 	struct cache_page *pages[RA_BATCH];
 	uint64_t batch = batch_pages(f);
@@ -764,7 +766,11 @@ static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
 	for (uint64_t i = lo; i < hi; i += batch) {
 		uint64_t n = u64_min(batch, hi - i);
 
-		rc = insert(f, i, n, mark, demand ? 0 : CACHE_INSERT_PREFETCH,
+		rc = insert(f, i, n, mark,
+			    demand	   ? 0
+			    : keep_history ? CACHE_INSERT_PREFETCH |
+						     CACHE_INSERT_KEEP_HISTORY
+					   : CACHE_INSERT_PREFETCH,
 			    pages, &got);
 		if (rc)
 			return rc;
@@ -788,31 +794,59 @@ static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
  * the workers run while this thread reads), then [dlo, dhi) as demand,
  * whole: the reader needs every one of them, whatever the window (an
  * oversize read, a window clipped at a stale EOF).
+ *
+ * @keep_history: the window's prefetch skips history entries.  Those are
+ * pages the kernel took a copy of (kernel read mode): a window that reads
+ * them again reads what nobody asked for -- the column scan's rows, whose
+ * windows run into rows the neighbours' readers have consumed, read 1.2
+ * times what they delivered that way.  Not where the kernel has shown it
+ * dropped them: after a reader's demand read of a history page
+ * (ra_sync_miss(): st->refault), its windows, sync and async, replace
+ * history as any page until its next miss lands on a hole -- a second
+ * pass over a file the kernel has evicted keeps its windows.
  * Return: 0, or the demand insertion's -errno.
  */
 static int issue(struct ra_file *f, const struct ra_decision *d, uint64_t dlo,
-		 uint64_t dhi)
+		 uint64_t dhi, bool keep_history)
 {
 	uint64_t lo = d->io_start, hi = d->io_start + d->io_nr;
 
 	if (hi > lo) {
 		if (hi > dhi)
-			issue_range(f, dhi > lo ? dhi : lo, hi, d->mark, false);
+			issue_range(f, dhi > lo ? dhi : lo, hi, d->mark, false,
+				    keep_history);
 		if (dlo > lo)
-			issue_range(f, lo, dlo < hi ? dlo : hi, d->mark, false);
+			issue_range(f, lo, dlo < hi ? dlo : hi, d->mark, false,
+				    keep_history);
 	}
-	return issue_range(f, dlo, dhi, d->mark, true);
+	return issue_range(f, dlo, dhi, d->mark, true, false);
+}
+
+/* Whether page @i is a history entry: handed to the kernel once, and
+ * asked for again now, so no longer in the kernel's cache. */
+static bool is_history(struct ra_file *f, uint64_t i)
+{
+	bool history;
+
+	rcu_read_lock();
+	history = !cache_lookup_rcu(f->m, i) &&
+		  cache_prev_hole_rcu(f->m, i, 1) != i;
+	rcu_read_unlock();
+	return history;
 }
 
 int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
 		 uint64_t nr)
 {
 	struct ra_decision d;
+	bool refault;
 
 	if (!nr || index >= CACHE_INDEX_LIMIT || nr > CACHE_INDEX_LIMIT - index)
 		return -EINVAL;
+	refault = is_history(f, index);
+	__atomic_store_n(&st->refault, refault, __ATOMIC_RELAXED);
 	decide(f, st, false, index, nr, &d);
-	return issue(f, &d, index, index + nr);
+	return issue(f, &d, index, index + nr, !refault);
 }
 
 int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
@@ -825,7 +859,8 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 		return -EINVAL;
 	decide(f, st, true, index, nr, &d);
 	/* Nothing here is the reader's: it holds its pages already. */
-	rc = issue(f, &d, d.io_start, d.io_start);
+	rc = issue(f, &d, d.io_start, d.io_start,
+		   !__atomic_load_n(&st->refault, __ATOMIC_RELAXED));
 	return rc == -ENOSPC ? 0 : rc;
 }
 
@@ -847,7 +882,7 @@ static void willneed(struct ra_file *f, uint64_t first, uint64_t last)
 		d.io_start = d.start = i;
 		d.io_nr = d.size = u64_min(max, last - i + 1);
 		d.mark = RA_NO_PAGE;
-		if (issue(f, &d, i, i)) /* no demand part */
+		if (issue(f, &d, i, i, false)) /* no demand part; all of it */
 			break;
 		if (last - i < max)
 			break;

@@ -217,6 +217,9 @@ struct ra_state {
 	uint64_t mark_index, mark_ns, rate;
 	/* The fair share's epoch it was last counted in (ra.c), under lock. */
 	uint64_t share_epoch;
+	/* __atomic: its last miss was of a page the kernel had taken and
+	 * dropped (ra.c issue()): its windows read history again. */
+	bool refault;
 };
 #define RA_SHARE_NONE UINT64_MAX
 

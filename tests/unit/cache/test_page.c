@@ -409,6 +409,51 @@ static int history_setup(void **state)
 	return fixture_setup_cfg(state, &cfg);
 }
 
+/* CACHE_INSERT_KEEP_HISTORY fills holes only: history entries stay (and
+ * cost no allocation), data pages are skipped as always. */
+static void test_insert_keeps_history(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_mapping_stats st;
+	struct cache_page *pages[16];
+	unsigned int got;
+
+	fill_range(f->m, 0, 8, 0);
+	assert_int_equal(cache_page_drop_to_history(f->m, 0, 3), 4);
+	/* [0, 4) history, [4, 8) data, [8, 12) holes */
+	assert_int_equal(cache_insert_range(f->m, 0, 12, CACHE_NO_MARK,
+					    CACHE_INSERT_PREFETCH |
+						    CACHE_INSERT_KEEP_HISTORY,
+					    pages, &got),
+			 0);
+	assert_int_equal(got, 4);
+	for (unsigned int i = 0; i < got; i++) {
+		assert_int_equal(cache_page_index(pages[i]), 8 + i);
+		cache_page_complete(pages[i], 0);
+	}
+	cache_mapping_stats(f->m, &st);
+	assert_int_equal(st.history_pages, 4);
+	assert_int_equal(st.cached_pages, 8);
+	/* All present (history or data): nothing to insert. */
+	assert_int_equal(cache_insert_range(f->m, 0, 12, CACHE_NO_MARK,
+					    CACHE_INSERT_KEEP_HISTORY, pages,
+					    &got),
+			 0);
+	assert_int_equal(got, 0);
+	/* Without the flag the history is replaced. */
+	assert_int_equal(
+		cache_insert_range(f->m, 0, 12, CACHE_NO_MARK, 0, pages, &got),
+		0);
+	assert_int_equal(got, 4);
+	for (unsigned int i = 0; i < got; i++) {
+		assert_int_equal(cache_page_index(pages[i]), i);
+		cache_page_complete(pages[i], 0);
+	}
+	cache_mapping_stats(f->m, &st);
+	assert_int_equal(st.history_pages, 0);
+	assert_int_equal(st.cached_pages, 12);
+}
+
 static void test_history_bounded_lowest_first(void **state)
 {
 	struct fixture *f = *state;
@@ -566,6 +611,7 @@ int main(void)
 		T(test_invalidate_before_completion_never_data),
 		T(test_invalidate_races_completion),
 		T(test_invalidate_range_and_history),
+		T(test_insert_keeps_history),
 		T(test_history_present_for_prev_hole_only),
 		T(test_drop_to_history_skips_locked),
 		cmocka_unit_test_setup_teardown(

@@ -748,6 +748,71 @@ static void test_config_checked(void **state)
 
 /* Stripe overrides: windows end on stripe boundaries where it costs
  * nothing (stripe 512 KiB = 128 pages, max 1 MiB). */
+/* Whether page @i is a history entry (no data, but present for the
+ * context readahead's scan). */
+static bool history_at(struct fixture *fx, uint64_t i)
+{
+	bool h;
+
+	rcu_read_lock();
+	h = !cache_lookup_rcu(fx->m, i) &&
+	    cache_prev_hole_rcu(fx->m, i, 1) != i;
+	rcu_read_unlock();
+	return h;
+}
+
+/*
+ * Pages the kernel took (history entries, as kernel read mode leaves them)
+ * are not read again by a window that runs over them -- another reader
+ * consumed them, the kernel holds them -- until a reader asks for one of
+ * them (the kernel dropped it): that reader's windows read them again.
+ */
+static void test_windows_skip_what_the_kernel_took(void **state)
+{
+	struct fixture *fx = *state;
+	struct cache_page *pages[100];
+	struct ra_state st;
+	unsigned int got, data = 0;
+
+	assert_int_equal(cache_insert_range(fx->m, 100, 100, CACHE_NO_MARK, 0,
+					    pages, &got),
+			 0);
+	assert_int_equal(got, 100);
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], 0);
+	assert_int_equal(cache_page_drop_to_history(fx->m, 100, 199), 100);
+
+	ra_state_init(&st);
+	for (uint64_t i = 0; i < 100; i += 4)
+		assert_int_equal(read_pages(fx, &st, i, 4), 4);
+	settle(fx);
+	for (uint64_t i = 100; i < 200; i++)
+		if (!history_at(fx, i))
+			fail_msg("page %llu was read again by a window",
+				 (unsigned long long)i);
+
+	/* The kernel dropped them: a read of one.  Its window and the next
+	 * ones read the rest again, with the right bytes. */
+	for (uint64_t i = 100; i < 200; i += 4)
+		assert_int_equal(read_pages(fx, &st, i, 4), 4);
+	settle(fx);
+	for (uint64_t i = 200; i < 256; i++) {
+		rcu_read_lock();
+		data += cache_lookup_rcu(fx->m, i) != NULL;
+		rcu_read_unlock();
+	}
+	assert_int_equal(data, 56); /* the windows went on past the history */
+	ra_state_destroy(&st);
+	{
+		struct ra_file_stats fs;
+
+		ra_file_stats(fx->f, &fs);
+		/* 12 measured: windows ran ahead of the second pass too (one
+		 * sync read per request would be 100 pages) */
+		assert_true(fs.c.sync_pages <= 24);
+	}
+}
+
 static int setup_striped(void **state)
 {
 	struct ra_config rc = {.max_bytes = 1 << 20,
@@ -818,6 +883,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_advice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_thrash_in_a_small_cache,
 						setup_tight, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_windows_skip_what_the_kernel_took, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_striped_windows,
 						setup_striped, teardown),
 		cmocka_unit_test(test_config_checked),
