@@ -499,10 +499,11 @@ void cache_page_put(struct cache_page *p);
  * @nr_out: Receives the number of pages stored in @pages.
  *
  * Indexes holding a data page (LOCKED or UPTODATE) are skipped; history
- * entries are replaced, or with CACHE_INSERT_KEEP_HISTORY skipped too.  At the hard budget limit the call evicts, wakes the
- * reclaimer and waits at most cfg.alloc_wait_ms for memory (not at all when
- * called inside an RCU read-side section), then inserts what fits, lowest
- * indexes first: a short result is not an error.
+ * entries are replaced, or with CACHE_INSERT_KEEP_HISTORY skipped too.  At
+ * the hard budget limit the call evicts, wakes the reclaimer and waits at
+ * most cfg.alloc_wait_ms for memory (not at all when called inside an RCU
+ * read-side section), then inserts what fits, lowest indexes first: a
+ * short result is not an error.
  * Context: Online thread; takes the mapping's lock; may sleep (bounded).
  * Return: 0 (*@nr_out may be 0 if every page was present, or short at the
  * limit), -EINVAL for @nr 0 or a range beyond CACHE_INDEX_LIMIT, -ENOSPC

@@ -234,7 +234,6 @@ unsigned int cache_gang_lookup_rcu(struct cache_mapping *m, uint64_t first,
 /* ---------------------------------------------------------------------- */
 /* Filling                                                                 */
 
-/* Missing data pages in [start, start + nr). */
 /* Indexes of [@start, @start + @nr) without a data page (@keep_history:
  * without any entry). */
 static uint64_t count_missing(struct cache_mapping *m, uint64_t start,

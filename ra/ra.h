@@ -218,7 +218,8 @@ struct ra_state {
 	/* The fair share's epoch it was last counted in (ra.c), under lock. */
 	uint64_t share_epoch;
 	/* __atomic: its last miss was of a page the kernel had taken and
-	 * dropped (ra.c issue()): its windows read history again. */
+	 * dropped (ra.c ra_sync_miss(), issue()): its windows read history
+	 * again. */
 	bool refault;
 };
 #define RA_SHARE_NONE UINT64_MAX

@@ -2,6 +2,7 @@
  * (uncached reads, directory listings, xattr values) and for the data of
  * direct writes (write.c); see data.h. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -21,11 +22,44 @@ static pthread_key_t thread_buf_key;
 static pthread_once_t thread_buf_once = PTHREAD_ONCE_INIT;
 static int thread_buf_key_rc;
 
+/* @size bytes (a multiple of HUGE_PAGE) mapped on their own, HUGE_PAGE
+ * aligned, with the huge-page hint: a mapping of its own, not malloc()'s,
+ * whose heap may hand back memory already touched as 4 KiB pages (and
+ * would keep the hint for whatever it holds there next). */
+static void *huge_alloc(size_t size)
+{
+	size_t span = size + HUGE_PAGE;
+	char *p = mmap(NULL, span, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)p + HUGE_PAGE - 1) &
+		     ~(uintptr_t)(HUGE_PAGE - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + size < p + span)
+		munmap(a + size, (size_t)(p + span - (a + size)));
+	/* A hint (transparent huge pages are often "madvise" only); refused,
+	 * the buffer still works, in more pieces. */
+	(void)madvise(a, size, MADV_HUGEPAGE);
+	return a;
+}
+
+static void buf_data_free(struct thread_buf *b)
+{
+	if (b->contig)
+		munmap(b->data, b->size);
+	else
+		free(b->data);
+}
+
 static void thread_buf_free(void *p)
 {
 	struct thread_buf *b = p;
 
-	free(b->data);
+	buf_data_free(b);
 	free(b);
 }
 
@@ -44,8 +78,7 @@ int afs_thread_buf_key_init(void)
 static void *thread_buf(size_t size, bool contig)
 {
 	struct thread_buf *b = pthread_getspecific(thread_buf_key);
-	size_t align = 4096;
-	void *data;
+	void *data = NULL;
 
 	if (b && b->size >= size && (b->contig || !contig))
 		return b->data;
@@ -64,15 +97,14 @@ static void *thread_buf(size_t size, bool contig)
 		size = AFS_DATA_MAX_REQUEST;
 	if (contig) {
 		size = (size + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-		align = HUGE_PAGE;
+		data = huge_alloc(size);
+	} else if (posix_memalign(&data, 4096, size)) {
+		data = NULL;
 	}
-	if (posix_memalign(&data, align, size))
+	if (!data)
 		return NULL;
-	/* A hint (transparent huge pages are often "madvise" only); refused,
-	 * the buffer still works, in more pieces. */
-	if (contig)
-		(void)madvise(data, size, MADV_HUGEPAGE);
-	free(b->data);
+	if (b->data)
+		buf_data_free(b);
 	b->data = data;
 	b->size = size;
 	b->contig = contig;

@@ -547,8 +547,8 @@ void afs_fcache_written(struct afs_fcache *fc, int fd, uint64_t off,
  * @fc: The file (NULL: no data path state; the write is buffered).
  * @rwf: pwritev2() flags (RWF_APPEND, RWF_DSYNC, RWF_SYNC: a request
  *	without a handle, whose descriptor does not carry them).
- * @writeback: the write comes from the kernel's writeback cache: no
- *	writer waits on it.
+ * @writeback: the write is a page of the kernel's writeback cache
+ *	(FUSE_WRITE_CACHE): no writer waits on it.
  * @at: Where the bytes went (with RWF_APPEND, the end the backing chose).
  * @direct: Set when the bytes went with O_DIRECT (nothing is left dirty in
  *	the backing's page cache for write-behind to hand over).

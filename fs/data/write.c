@@ -30,9 +30,13 @@
  * write as the daemon, write-only, through /proc/self/fd of the writer's
  * descriptor (a writeback-cache write carries no caller's credentials
  * anyway: the kernel's writeback sends it), given up with the file's last
- * reference.  A backing that refuses -- the open fails (EINVAL: no O_DIRECT
+ * reference -- the FUSE inode holds one until the kernel forgets it, so
+ * the descriptor outlives the last close as long as the kernel keeps the
+ * inode (one more open descriptor per such file; the backing file counts
+ * as open for writing, and exec(2) of it on the backing gets ETXTBSY).  A backing that refuses -- the open fails (EINVAL: no O_DIRECT
  * on that filesystem; EACCES, EPERM, EROFS: not as the daemon; ENOENT: no
- * /proc), or a direct write fails with EINVAL -- marks the file
+ * /proc; ETXTBSY, EOPNOTSUPP), or a direct write fails with EINVAL --
+ * marks the file
  * (fc->direct_refused, counted once in writes.direct_refused); that write
  * and the file's later ones are buffered.  Other open failures (EMFILE,
  * ENOMEM) make only that write buffered.
@@ -89,7 +93,8 @@ static int direct_fd(struct afs_fcache *fc, int fd)
 	d = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
 	if (d < 0) {
 		if (errno == EINVAL || errno == EACCES || errno == EPERM ||
-		    errno == EROFS || errno == ENOENT)
+		    errno == EROFS || errno == ENOENT || errno == ETXTBSY ||
+		    errno == EOPNOTSUPP)
 			refuse(fc);
 		return -1;
 	}

@@ -545,8 +545,10 @@ static ssize_t write_data(const struct io_target *t, struct fuse_bufvec *bufv,
 void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		      off_t off, struct fuse_file_info *fi)
 {
-	struct afs_fs *fs = afs_req_fs(req);
-	bool writeback = __atomic_load_n(&fs->writeback, __ATOMIC_ACQUIRE);
+	/* A page of the kernel's writeback cache (FUSE_WRITE_CACHE): no
+	 * writer waits on it.  Not every WRITE of a writeback mount: an
+	 * O_DIRECT open's writes there come straight from its writer. */
+	bool writeback = fi && fi->writepage;
 	struct io_target t;
 	bool direct = false;
 	mode_t had;

@@ -103,7 +103,7 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 0, 0, afs_opens_names},
 	{"wronly_io", OPT_ENUM, true, F(wronly_io), 0, 0,
 	 "write-only opens in write-through mode: direct (default: around "
-	 "the kernel's page cache, Linux 6.6 and later) or cached",
+	 "the kernel's page cache, Linux 6.18 and later) or cached",
 	 0, 0, afs_wronly_io_names},
 	/* the cache and readahead (fs/data/data.h, docs/tuning.md) */
 	{"read_mode", OPT_ENUM, true, F(ahead.read_mode), 0, 0,

@@ -23,6 +23,9 @@
  *           stall   block until this line is gone from the control file
  *           delay MS  sleep MS milliseconds, then do the call
  *           slow_eio MS  sleep MS milliseconds, then fail with EIO
+ *           direct_einval  fail with EINVAL on a descriptor opened with
+ *                   O_DIRECT (a filesystem that refuses a direct write);
+ *                   other descriptors' calls pass
  *
  * The first matching rule applies.  Each matched call is counted: the
  * file AFS_FAULT_CTL.hits gets one line "OP PATH OFF LEN ACTION" per
@@ -52,7 +55,15 @@
 
 #define MAX_RULES 32
 
-enum action { A_EIO, A_ENOSPC, A_SHORT, A_STALL, A_DELAY, A_DELAY_EIO };
+enum action {
+	A_EIO,
+	A_ENOSPC,
+	A_SHORT,
+	A_STALL,
+	A_DELAY,
+	A_DELAY_EIO,
+	A_DIRECT_EINVAL,
+};
 
 struct rule {
 	bool write;
@@ -123,6 +134,8 @@ static bool parse(const char *line, struct rule *r)
 		r->act = A_DELAY;
 	else if (!strcmp(act, "slow_eio") && n == 6)
 		r->act = A_DELAY_EIO;
+	else if (!strcmp(act, "direct_einval"))
+		r->act = A_DIRECT_EINVAL;
 	else
 		return false;
 	snprintf(r->line, sizeof(r->line), "%s", line);
@@ -177,8 +190,9 @@ static void record(const struct rule *r, const char *path, off_t off,
 		   size_t len)
 {
 	const char *ctl = getenv("AFS_FAULT_CTL");
-	static const char *const names[] = {"eio",   "enospc", "short",
-					    "stall", "delay",  "slow_eio"};
+	static const char *const names[] = {
+		"eio",	 "enospc",   "short",	     "stall",
+		"delay", "slow_eio", "direct_einval"};
 	char hits[4096], buf[600];
 	int fd, n;
 
@@ -187,8 +201,10 @@ static void record(const struct rule *r, const char *path, off_t off,
 	if (fd < 0)
 		return;
 	n = snprintf(buf, sizeof(buf), "%s %s %lld %zu %s\n",
-		     r->sync ? "sync" : r->write ? "write" : "read", path,
-		     (long long)off, len, names[r->act]);
+		     r->sync	? "sync"
+		     : r->write ? "write"
+				: "read",
+		     path, (long long)off, len, names[r->act]);
 	if (write(fd, buf, (size_t)n) < 0) {
 		/* nothing to do: the count is for the test's eyes only */
 	}
@@ -270,6 +286,12 @@ static ssize_t apply_rule(bool write, bool sync, int fd, off_t off, size_t len,
 		errno = EIO;
 		return -1;
 	}
+	case A_DIRECT_EINVAL:
+		if (fcntl(fd, F_GETFL) & O_DIRECT) {
+			errno = EINVAL;
+			return -1;
+		}
+		return (ssize_t)len;
 	}
 	return (ssize_t)len;
 }

@@ -23,7 +23,10 @@ seed=${AFS_SEED:-$(date +%s)}
 echo "soak: seed $seed, ${secs}s per read mode"
 # The sanitizer the verdict is about must be in the daemon.
 if [[ ${AFS_SANITIZE:-} == *address* ]]; then
-	ldd "$AHEADFS" | grep -q libasan || afs_fail "$AHEADFS carries no ASan"
+	# (Not "ldd | grep -q": grep's early exit can kill ldd with SIGPIPE,
+	# which pipefail turns into a failure.)
+	libs=$(ldd "$AHEADFS") || afs_fail "ldd $AHEADFS failed"
+	[[ $libs == *libasan* ]] || afs_fail "$AHEADFS carries no ASan"
 fi
 afs_loop_ext4 512
 

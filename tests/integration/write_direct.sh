@@ -12,7 +12,8 @@
 #     writer waits on every write) count nothing and leave the file cached;
 #   - (ENOSPC on the direct path: write_modes.sh, whose writeback-mode fill
 #     checks that direct writes reached the backing before the error);
-#   - a backing that refuses O_DIRECT (ramfs): the writes are buffered, the
+#   - a backing that refuses O_DIRECT (ramfs, at open), and one whose direct
+#     writes fail with EINVAL (the fault shim): the writes are buffered, the
 #     file is counted once in direct_refused, every byte is right.
 # Skipped where the kernel has no cachestat(2) (before 6.5).
 set -euo pipefail
@@ -72,6 +73,23 @@ for opts in write_mode=writeback write_mode=writethrough,write_direct=4K; do
 	[ "$4" -ge $((60 * MIB / 4096)) ] ||
 		afs_fail "$opts: only $4 pages of a buffered file cached: the test cannot tell the two apart"
 done
+
+# Direct writes refused with EINVAL (opened fine): buffered from the first.
+SHIM=$(realpath "$AFS_TESTBIN/libafs_fault.so" 2>/dev/null) ||
+	afs_fail "libafs_fault.so not built"
+CTL=$AFS_WORK/faults
+printf '%s\n' "write /einval 0 -1 direct_einval" >"$CTL"
+LD_PRELOAD=$SHIM AFS_FAULT_CTL=$CTL \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0 \
+	afs_mount -o write_mode=writeback,write_direct=256K
+dd if="$AFS_WORK/want" of="$AFS_MNT/einval" bs=1M count=16 conv=fsync status=none
+set -- $(writes "$(ac_stats "$AFS_MNT")")
+echo "direct writes refused with EINVAL: direct writes $1, refused $3"
+[ "$1" -eq 0 ] && [ "$3" -eq 1 ] ||
+	afs_fail "EINVAL: $1 direct writes, $3 files refused (want 0 and 1)"
+afs_umount
+cmp "$AFS_SRC/einval" <(head -c $((16 * MIB)) "$AFS_WORK/want") ||
+	afs_fail "EINVAL: the backing has wrong bytes"
 
 # A backing that refuses O_DIRECT.
 AFS_SRC=$AFS_WORK/ramfs

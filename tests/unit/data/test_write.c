@@ -45,7 +45,9 @@ struct fixture {
 
 static uint8_t pattern(uint64_t off, unsigned seed)
 {
-	return (uint8_t)((off >> 12) * 13 + (off & 4095) * 5 + seed);
+	/* (off >> 20): no two MiB alike, so bytes a whole MiB off show */
+	return (uint8_t)((off >> 12) * 13 + (off >> 20) * 7 + (off & 4095) * 5 +
+			 seed);
 }
 
 static int setup_min(void **state, uint64_t min)
@@ -118,30 +120,35 @@ static unsigned open_fds(void)
 	return n;
 }
 
-/* Write @len bytes of pattern @seed at @off through afs_data_write(), in
- * three iovecs (the adapter's requests may come in several); return
- * whether they went direct. */
+/* Write @len bytes of pattern @seed at @off (with RWF_APPEND: at the end,
+ * which afs_data_write() must report) through afs_data_write(), in three
+ * iovecs (the adapter's requests may come in several); return whether they
+ * went direct. */
 static bool write_at(struct fixture *fx, uint64_t off, size_t len, int rwf,
 		     bool writeback, unsigned seed)
 {
 	uint8_t *buf = malloc(len + 1);
 	struct iovec iov[3];
 	size_t a = len / 3, b = len / 3;
-	uint64_t at;
+	uint64_t at, pos = off;
+	struct stat st;
 	bool direct;
 
 	assert_non_null(buf);
+	if (rwf & RWF_APPEND) {
+		assert_int_equal(fstat(fx->f.fd, &st), 0);
+		pos = (uint64_t)st.st_size;
+	}
 	/* Deliberately unaligned, as libfuse's receive buffer is. */
 	for (size_t k = 0; k < len; k++)
-		buf[1 + k] = pattern(off + k, seed);
+		buf[1 + k] = pattern(pos + k, seed);
 	iov[0] = (struct iovec){buf + 1, a};
 	iov[1] = (struct iovec){buf + 1 + a, b};
 	iov[2] = (struct iovec){buf + 1 + a + b, len - a - b};
 	assert_int_equal(afs_data_write(fx->f.fc, fx->f.fd, iov, 3, off, rwf,
 					writeback, &at, &direct),
 			 (ssize_t)len);
-	if (!(rwf & RWF_APPEND))
-		assert_int_equal(at, off);
+	assert_int_equal(at, pos);
 	free(buf);
 	return direct;
 }
@@ -300,7 +307,7 @@ static void test_one_descriptor_closed_with_the_file(void **state)
 	afs_fcache_put(fx->f.fc);
 	assert_int_equal(open_fds(), before);
 
-	/* Parked idle (a page of history cached): closed too, and a revived
+	/* Parked idle (a page cached): closed too, and a revived
 	 * file opens its own. */
 	fx->f.fc = file_fixture_lookup(&fx->f);
 	assert_true(write_at(fx, 0, MIB, 0, true, 30));

@@ -746,8 +746,6 @@ static void test_config_checked(void **state)
 	assert_string_equal(ra_kind_name(RA_KIND_COUNT), "unknown");
 }
 
-/* Stripe overrides: windows end on stripe boundaries where it costs
- * nothing (stripe 512 KiB = 128 pages, max 1 MiB). */
 /* Whether page @i is a history entry (no data, but present for the
  * context readahead's scan). */
 static bool history_at(struct fixture *fx, uint64_t i)
@@ -813,6 +811,8 @@ static void test_windows_skip_what_the_kernel_took(void **state)
 	}
 }
 
+/* Stripe overrides: windows end on stripe boundaries where it costs
+ * nothing (stripe 512 KiB = 128 pages, max 1 MiB). */
 static int setup_striped(void **state)
 {
 	struct ra_config rc = {.max_bytes = 1 << 20,
