@@ -225,6 +225,9 @@ EOF
 	cat "$M/$d/own" >/dev/null
 	sleep 0.2
 	before=$(root_stats)
+	# The fill's own events (written behind the mount) may still be on
+	# their way and count one change: the count must not move from here.
+	own_before=$(ac_get "$(ac_stats "$M/$d/own")" revalidations)
 	python3 -c '
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY)
@@ -241,7 +244,7 @@ os.chmod(sys.argv[1], 0o600)
 		"[$d] the daemon's own writes count as its own"
 	ac_assert "$js" "g('watch.invalidated') == $(ac_get "$before" watch.invalidated)" \
 		"[$d] the daemon's own writes invalidated nothing"
-	ac_assert "$(ac_stats "$M/$d/own")" "g('revalidations') == 0" \
+	ac_assert "$(ac_stats "$M/$d/own")" "g('revalidations') == $own_before" \
 		"[$d] the daemon's own writes are no change behind the mount"
 	ac_assert "$js" "g('watch.ignored_unknown') > $(ac_get "$before" watch.ignored_unknown)" \
 		"[$d] the writer outside SOURCE is filtered as unknown"
