@@ -79,17 +79,27 @@ SHIM=$(realpath "$AFS_TESTBIN/libafs_fault.so" 2>/dev/null) ||
 	afs_fail "libafs_fault.so not built"
 CTL=$AFS_WORK/faults
 printf '%s\n' "write /einval 0 -1 direct_einval" >"$CTL"
+# refused LABEL NAME: 16 MiB written through the mount (already mounted)
+# must all be buffered, the file counted once as refused, every byte right
+# through the mount and on the backing; unmounts.
+refused() {
+	local label=$1 f=$2
+	dd if="$AFS_WORK/want" of="$AFS_MNT/$f" bs=1M count=16 conv=fsync status=none
+	set -- $(writes "$(ac_stats "$AFS_MNT")")
+	echo "$label: direct writes $1, refused $3"
+	[ "$1" -eq 0 ] && [ "$3" -eq 1 ] ||
+		afs_fail "$label: $1 direct writes, $3 files refused (want 0 and 1)"
+	cmp "$AFS_MNT/$f" <(head -c $((16 * MIB)) "$AFS_WORK/want") ||
+		afs_fail "$label: the file reads back wrong"
+	afs_umount
+	cmp "$AFS_SRC/$f" <(head -c $((16 * MIB)) "$AFS_WORK/want") ||
+		afs_fail "$label: the backing has wrong bytes"
+}
+
 LD_PRELOAD=$SHIM AFS_FAULT_CTL=$CTL \
 	ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0 \
 	afs_mount -o write_mode=writeback,write_direct=256K
-dd if="$AFS_WORK/want" of="$AFS_MNT/einval" bs=1M count=16 conv=fsync status=none
-set -- $(writes "$(ac_stats "$AFS_MNT")")
-echo "direct writes refused with EINVAL: direct writes $1, refused $3"
-[ "$1" -eq 0 ] && [ "$3" -eq 1 ] ||
-	afs_fail "EINVAL: $1 direct writes, $3 files refused (want 0 and 1)"
-afs_umount
-cmp "$AFS_SRC/einval" <(head -c $((16 * MIB)) "$AFS_WORK/want") ||
-	afs_fail "EINVAL: the backing has wrong bytes"
+refused "direct writes refused with EINVAL" einval
 
 # A backing that refuses O_DIRECT.
 AFS_SRC=$AFS_WORK/ramfs
@@ -97,12 +107,5 @@ mkdir -p "$AFS_SRC"
 mount -t ramfs ramfs "$AFS_SRC" || afs_fail "mount -t ramfs failed"
 afs_at_exit 'umount -l "$AFS_WORK/ramfs" 2>/dev/null || true'
 afs_mount -o write_mode=writeback,write_direct=256K
-dd if="$AFS_WORK/want" of="$AFS_MNT/r" bs=1M count=16 conv=fsync status=none
-set -- $(writes "$(ac_stats "$AFS_MNT")")
-echo "ramfs: direct writes $1, refused $3"
-[ "$1" -eq 0 ] && [ "$3" -eq 1 ] ||
-	afs_fail "ramfs: $1 direct writes, $3 files refused (want 0 and 1)"
-cmp "$AFS_MNT/r" <(head -c $((16 * MIB)) "$AFS_WORK/want") || afs_fail "ramfs: the file reads back wrong"
-afs_umount
-cmp "$AFS_SRC/r" <(head -c $((16 * MIB)) "$AFS_WORK/want") || afs_fail "ramfs: the backing has wrong bytes"
+refused ramfs r
 echo "write_direct: ok"
