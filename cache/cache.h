@@ -574,6 +574,22 @@ uint64_t cache_page_drop_to_history(struct cache_mapping *m, uint64_t first,
 				    uint64_t last);
 
 /**
+ * cache_note_given() - Record that the kernel was given [@first, @last] by
+ * a read served around the cache (from the backing's page cache).
+ *
+ * Every slot of the range becomes a history entry, as if its page had been
+ * read here and dropped with cache_page_drop_to_history(): holes are filled
+ * (the context readahead then sees the stream that passed, and windows
+ * leave the range alone), UPTODATE pages are dropped, LOCKED pages are left
+ * alone.  A failed node allocation ends the filling (history is a hint).
+ * Bounded by cfg.history_max like all history.
+ * Context: Online thread; takes the mapping's lock.
+ * Return: The number of slots that became history entries.
+ */
+uint64_t cache_note_given(struct cache_mapping *m, uint64_t first,
+			  uint64_t last);
+
+/**
  * cache_ghost_test_clear() - Was @index of @m evicted prefetched-and-unused?
  *
  * The ghost record is small and bounded (cfg.ghost_entries, oldest entries

@@ -158,22 +158,35 @@ static void trim_history_locked(struct cache_mapping *m)
 	cache_stat_add(&m->history_trimmed, trimmed);
 }
 
-uint64_t cache_page_drop_to_history(struct cache_mapping *m, uint64_t first,
-				    uint64_t last)
+/*
+ * [@first, @last] to history entries: every UPTODATE page (not LOCKED)
+ * dropped, and with @holes every empty slot filled (a failed node
+ * allocation ends the filling: history is a hint).  m->lock held.
+ * Return: the entries that became history.
+ */
+static uint64_t to_history_locked(struct cache_mapping *m, uint64_t first,
+				  uint64_t last, bool holes)
 {
 	uint64_t pos = first, n = 0;
 
-	if (first > last)
-		return 0;
-	pthread_mutex_lock(&m->lock);
-	while ((pos = cache_tree_next_entry_rcu(&m->tree, pos, last, true)) !=
-	       UINT64_MAX) {
-		struct cache_page *p = cache_tree_lookup_rcu(&m->tree, pos);
+	for (;;) {
+		struct cache_page *p;
 
-		if (cache_entry_is_page(p) &&
-		    (cache_page_flags(p) &
-		     (CACHE_PG_LOCKED | CACHE_PG_UPTODATE)) ==
-			    CACHE_PG_UPTODATE) {
+		if (!holes)
+			pos = cache_tree_next_entry_rcu(&m->tree, pos, last,
+							true);
+		if (pos == UINT64_MAX || pos > last)
+			break;
+		p = cache_tree_lookup_rcu(&m->tree, pos);
+		if (!p) {
+			if (cache_tree_store(&m->tree, pos, CACHE_HISTORY))
+				holes = false; /* no memory: pages only */
+			else
+				n++;
+		} else if (cache_entry_is_page(p) &&
+			   (cache_page_flags(p) &
+			    (CACHE_PG_LOCKED | CACHE_PG_UPTODATE)) ==
+				   CACHE_PG_UPTODATE) {
 			cache_page_remove_locked(m, p, 0, CACHE_HISTORY);
 			n++;
 		}
@@ -183,8 +196,32 @@ uint64_t cache_page_drop_to_history(struct cache_mapping *m, uint64_t first,
 	}
 	cache_stat_add(&m->to_history, n);
 	trim_history_locked(m);
+	return n;
+}
+
+static uint64_t to_history(struct cache_mapping *m, uint64_t first,
+			   uint64_t last, bool holes)
+{
+	uint64_t n;
+
+	if (first > last || (holes && last >= CACHE_INDEX_LIMIT))
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	n = to_history_locked(m, first, last, holes);
 	pthread_mutex_unlock(&m->lock);
 	return n;
+}
+
+uint64_t cache_page_drop_to_history(struct cache_mapping *m, uint64_t first,
+				    uint64_t last)
+{
+	return to_history(m, first, last, false);
+}
+
+uint64_t cache_note_given(struct cache_mapping *m, uint64_t first,
+			  uint64_t last)
+{
+	return to_history(m, first, last, true);
 }
 
 /* ---------------------------------------------------------------------- */

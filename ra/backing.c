@@ -319,6 +319,35 @@ static int64_t resident_pages(int fd, off_t off, size_t len)
 	return (int64_t)cs.nr_cache;
 }
 
+ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
+				 size_t len)
+{
+	uint64_t pages;
+	int64_t res;
+	size_t done = 0;
+	int fd;
+
+	if (!b->probe || !len)
+		return -EAGAIN;
+	pages = ((off + len - 1) >> RA_IO_PAGE_SHIFT) -
+		(off >> RA_IO_PAGE_SHIFT) + 1;
+	res = resident_pages(b->fd, (off_t)off, len);
+	if (res < 0 || (uint64_t)res < pages)
+		return -EAGAIN;
+	fd = b->cached_fd >= 0 ? b->cached_fd : b->fd;
+	while (done < len) {
+		struct iovec iov = {(char *)buf + done, len - done};
+		ssize_t n = do_preadv(b, fd, &iov, 1, (off_t)(off + done));
+
+		if (n < 0)
+			return done ? (ssize_t)done : n;
+		if (n == 0)
+			break; /* the EOF */
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
 /* Pieces at least this long with some pages resident are split in halves
  * and probed again; shorter ones are read whole from the disk. */
 #define PROBE_SPLIT_PAGES 32

@@ -168,6 +168,24 @@ int ra_backing_read(struct ra_backing *b, struct cache_page **pages, size_t nr,
 		    struct ra_pool *pool, enum ra_prio prio);
 
 /**
+ * ra_backing_read_resident() - Read [@off, @off + @len) into @buf when the
+ * backing's page cache holds every page of it.
+ *
+ * One cachestat(2) decides (no I/O is started to find out); then one
+ * buffered read from the descriptor that reads ranges the page cache holds
+ * (POSIX_FADV_RANDOM: no readahead of the backing's; nothing dropped, the
+ * pages are someone else's).  A page evicted between the two is read from
+ * the disk by that read.  Nothing is counted here: the caller counts.
+ *
+ * Context: Any thread; sleeps only if a page was evicted meanwhile.
+ * Return: the bytes read (short only at the EOF), -EAGAIN when a page is
+ * not resident or there is no probe (no cachestat(2), a test hook), or the
+ * read's -errno.
+ */
+ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
+				 size_t len);
+
+/**
  * ra_backing_queue() - Queue @nr LOCKED pages (an async window) to @pool as
  * one RA_PRIO_ASYNC work item that a worker reads with ra_backing_read().
  * @file: dedupe key (the mapping), or NULL; the item's range is

@@ -387,6 +387,18 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr);
 
 /**
+ * ra_file_read_resident() - Read [@off, @off + @len) of @f's backing file
+ * into @buf if the backing's page cache holds every page of it: the read a
+ * caller serves around aheadfs's cache (one copy, nothing cached twice).
+ * No window, no decision: the caller notes the read (ra_note_read()).
+ * Context: Any thread; see ra_backing_read_resident() (backing.h).
+ * Return: the bytes read (short only at the EOF), -EAGAIN when not every
+ * page is resident or residency cannot be probed, or the read's -errno.
+ */
+ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
+			      size_t len);
+
+/**
  * ra_file_advise() - Apply @advice to @f (bytes @off, @len; @len 0 = to
  * the end of the file).  NORMAL, SEQUENTIAL and RANDOM last until the next
  * call; WILLNEED queues the range as readahead (in windows of the cap);

@@ -189,6 +189,8 @@ struct afs_ahead {
 	struct timespec started; /* CLOCK_MONOTONIC */
 	time_t started_wall;
 	uint64_t uncached_reads; /* __atomic: reads served around the cache */
+	/* __atomic: reads served from the backing's page cache (read.c) */
+	uint64_t resident_reads;
 	uint64_t revalidations; /* __atomic: changes behind the mount seen */
 	struct afs_pressure *pressure; /* pressure.h; NULL: no cgroup limit */
 	uint64_t demand_misses; /* __atomic: reads that missed (not hits) */
@@ -255,6 +257,7 @@ struct afs_fcache {
 	uint64_t behind_from, behind_next, behind_bytes;
 	uint64_t changes; /* __atomic: changes behind the mount seen */
 	uint64_t uncached_reads; /* __atomic */
+	uint64_t resident_reads; /* __atomic */
 	uint64_t revalidations; /* __atomic */
 	uint64_t refs; /* under a->files_lock */
 	struct afs_fcache *next; /* hash chain, a->files_lock */

@@ -9,6 +9,8 @@
  *     | no: page @miss is not UPTODATE
  *     v
  *   rcu_read_unlock
+ *   @miss absent, kernel mode, the whole read in the backing's page cache
+ *                -> read it from there into the reply, around the cache
  *   @miss absent -> ra_sync_miss(): decide, insert the window LOCKED, read
  *                   the reader's own pages, queue the rest
  *   wait for the LOCKED pages of [miss, last] (cancellable through @wait)
@@ -37,11 +39,18 @@
 #define READ_ATTEMPTS 4
 #define NO_INDEX UINT64_MAX
 
+/* Reply with @n bytes of @buf (none: the EOF). */
+static void reply_buf(const struct afs_read *r, char *buf, size_t n)
+{
+	struct iovec iov = {buf, n};
+
+	r->reply(r->ctx, &iov, n ? 1 : 0);
+}
+
 /* pread() @size bytes at @off of @fd into the thread's buffer and reply. */
 static int read_backing(const struct afs_read *r, size_t size, uint64_t off)
 {
 	char *buf = afs_thread_buf(size);
-	struct iovec iov;
 	size_t done = 0;
 
 	if (!buf)
@@ -61,9 +70,50 @@ static int read_backing(const struct afs_read *r, size_t size, uint64_t off)
 			break; /* end of file */
 		done += (size_t)n;
 	}
-	iov.iov_base = buf;
-	iov.iov_len = done;
-	r->reply(r->ctx, &iov, done ? 1 : 0);
+	reply_buf(r, buf, done);
+	return 0;
+}
+
+/*
+ * A kernel-mode miss on [@off, @end) whose every page the backing's page
+ * cache holds (data another process just wrote or read): read it from
+ * there straight into the reply, as a plain passthrough does -- no cache
+ * pages, no window.  aheadfs's copy would be dropped to history at the
+ * reply anyway (the kernel keeps its own), so staging it would cost page
+ * allocation, a tree insertion and the workers' pass over the bytes for
+ * nothing, and there is nothing to read ahead of data already in memory.
+ * The slots become history (what the reply gives the kernel) and the read
+ * is noted, so a stream that runs on into data the page cache lacks gets
+ * its windows (the handle's state, or the context rule for a reader
+ * without one).
+ * Return: 1 when not every page is resident (go on), 0 after replying, or
+ * the backing's -errno.
+ */
+static int read_resident(struct afs_ahead *a, const struct afs_read *r,
+			 struct ra_file *raf, struct ra_state *ra, uint64_t off,
+			 uint64_t end)
+{
+	char *buf = afs_thread_buf(end - off);
+	ssize_t n;
+
+	if (!buf)
+		return 1;
+	n = ra_file_read_resident(raf, buf, off, end - off);
+	if (n == -EAGAIN)
+		return 1;
+	if (n < 0)
+		return (int)n;
+	if (n > 0) {
+		uint64_t first = off >> PAGE_SHIFT;
+		uint64_t last = (off + (uint64_t)n - 1) >> PAGE_SHIFT;
+
+		cache_note_given(r->fc->map, first, last);
+		ra_note_read(ra, first, last - first + 1);
+	}
+	__atomic_add_fetch(&r->fc->resident_reads, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->resident_reads, 1, __ATOMIC_RELAXED);
+	/* Last: the reader may close the file once it has its data. */
+	reply_buf(r, buf, (size_t)n);
 	return 0;
 }
 
@@ -266,7 +316,15 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 			counted = true;
 		}
 		/* A page under I/O is someone's window: wait for it.  An
-		 * absent one is this reader's miss: readahead decides. */
+		 * absent one is this reader's miss: served from the backing's
+		 * page cache when it holds the whole read (kernel mode), else
+		 * readahead decides. */
+		if (!locked && !r->keep_data) {
+			rc = read_resident(a, r, raf, ra, off, end);
+			if (rc <= 0)
+				return rc;
+			rc = 0;
+		}
 		if (!locked) {
 			rc = ra_sync_miss(raf, ra, miss, last - miss + 1);
 			if (rc)

@@ -63,6 +63,8 @@
 #define AFS_SCHEMA_TAIL(X)                                                     \
 	X(, uncached_reads, COUNTER,                                           \
 	  "reads served from the backing around the cache")                    \
+	X(, resident_reads, COUNTER,                                           \
+	  "reads served from the backing's page cache, around the cache")      \
 	X(, revalidations, COUNTER, "files found changed behind the mount")
 
 /* user.aheadfs.stats of a regular file. */

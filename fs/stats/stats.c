@@ -272,6 +272,7 @@ static void collect_file(const struct afs_xattr_target *t,
 	s->readahead_advice = advice ? advice : "normal";
 	file_streams(&s->_streams, &rs);
 	s->_uncached_reads = fr.uncached_reads;
+	s->_resident_reads = fr.resident_reads;
 	s->_revalidations = fr.revalidations;
 }
 
@@ -360,6 +361,7 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->writes_direct_bytes = ar.direct.bytes;
 	s->writes_direct_refused = ar.direct.refused;
 	s->_uncached_reads = ar.uncached_reads;
+	s->_resident_reads = ar.resident_reads;
 	s->_revalidations = ar.revalidations;
 }
 

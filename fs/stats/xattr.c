@@ -57,6 +57,8 @@ void afs_stats_fref(const struct afs_xattr_target *t,
 	out->size = __atomic_load_n(&fc->size, __ATOMIC_RELAXED);
 	out->uncached_reads =
 		__atomic_load_n(&fc->uncached_reads, __ATOMIC_RELAXED);
+	out->resident_reads =
+		__atomic_load_n(&fc->resident_reads, __ATOMIC_RELAXED);
 	out->revalidations =
 		__atomic_load_n(&fc->revalidations, __ATOMIC_RELAXED);
 }
@@ -71,6 +73,8 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 	out->started_wall = a->started_wall;
 	out->uncached_reads =
 		__atomic_load_n(&a->uncached_reads, __ATOMIC_RELAXED);
+	out->resident_reads =
+		__atomic_load_n(&a->resident_reads, __ATOMIC_RELAXED);
 	out->revalidations =
 		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
 	afs_pressure_stats(a->pressure, &out->pressure);

@@ -6,7 +6,12 @@
  * offset) is seen.
  *
  * Usage: afs_ahead_io COMMAND ARGS...
- *   fill FILE SIZE SEED          create/truncate FILE and write SIZE bytes
+ *   fill FILE SIZE SEED          create/truncate FILE and write SIZE bytes,
+ *                                then leave it out of the page cache
+ *                                (fdatasync, POSIX_FADV_DONTNEED): a data
+ *                                file on disk, as a daemon meets it (a
+ *                                kernel-mode read of a resident file is
+ *                                served around aheadfs's cache)
  *   write FILE SEED OFF LEN      pwrite the pattern of SEED over [OFF, OFF+LEN)
  *                                of an existing file (no truncation)
  *   check FILE SEED [BS [OFF [LEN]]]
@@ -137,7 +142,8 @@ static int die(const char *what)
 	return 1;
 }
 
-static int cmd_fill(const char *path, int flags, uint64_t off, uint64_t end)
+static int cmd_fill(const char *path, int flags, uint64_t off, uint64_t end,
+		    bool cold)
 {
 	static uint8_t buf[1 << 20];
 	int fd = open(path, O_WRONLY | flags, 0644);
@@ -154,6 +160,9 @@ static int cmd_fill(const char *path, int flags, uint64_t off, uint64_t end)
 			return die("pwrite");
 		off += (uint64_t)w;
 	}
+	if (cold && (fdatasync(fd) ||
+		     (errno = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))))
+		return die("fdatasync/fadvise");
 	if (close(fd))
 		return die("close");
 	return 0;
@@ -497,13 +506,14 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "fill") && argc == 5) {
 		seed = parse_size(argv[4]);
 		return cmd_fill(argv[2], O_CREAT | O_TRUNC, 0,
-				parse_size(argv[3]));
+				parse_size(argv[3]), true);
 	}
 	if (!strcmp(cmd, "write") && argc == 6) {
 		uint64_t off = parse_size(argv[4]);
 
 		seed = parse_size(argv[3]);
-		return cmd_fill(argv[2], 0, off, off + parse_size(argv[5]));
+		return cmd_fill(argv[2], 0, off, off + parse_size(argv[5]),
+				false);
 	}
 	if (!strcmp(cmd, "check") && argc >= 4 && argc <= 7) {
 		seed = parse_size(argv[3]);

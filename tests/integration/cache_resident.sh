@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # cache_resident.sh - what the backing's page cache already holds is taken
-# from there, not from the disk (ra/backing.c: a cachestat(2) probe before
-# each O_DIRECT read).  On an ext4 volume over a direct-I/O loop device (so
-# every read that misses the page cache reaches the device), in both read
-# modes:
+# from there, not from the disk (a cachestat(2) probe: fs/data/read.c
+# before a miss, ra/backing.c before each O_DIRECT read).  On an ext4 volume
+# over a direct-I/O loop device (so every read that misses the page cache
+# reaches the device), in both read modes:
 #   1. a file just written into the backing (its pages still in the page
 #      cache): read through a fresh mount, the device reads nothing (under
-#      1 MiB of 32), the stats count the reads as backing.cached_reads with
-#      cached_bytes of at least the file, and the bytes are the file's;
+#      1 MiB of 32) and the bytes are the file's.  Kernel mode serves the
+#      reads straight from the backing's page cache (resident_reads, no page
+#      inserted into aheadfs's cache, the file's pages all history after);
+#      direct mode reads them into its cache from there
+#      (backing.cached_reads, cached_bytes of at least the file);
 #   2. the same file after drop_caches and a remount: the device reads at
 #      least the file and cached_reads stays 0 -- the probe did not mistake
 #      a cold file for a resident one.
@@ -38,12 +41,23 @@ for mode in kernel direct; do
 	s=$(ac_stats "$AFS_MNT/f.$mode")
 	cr=$(ac_get "$s" backing.cached_reads)
 	cb=$(ac_get "$s" backing.cached_bytes)
+	rr=$(ac_get "$s" resident_reads)
+	ins=$(ac_get "$s" cache.inserted)
+	hist=$(ac_get "$s" cache.history_pages)
 	echo "$mode hot: device read $(((s1 - s0) / 2)) KiB, cached_reads $cr," \
-		"cached_bytes $((cb >> 20)) MiB"
+		"cached_bytes $((cb >> 20)) MiB, resident_reads $rr, inserted $ins," \
+		"history $hist"
 	[ $(((s1 - s0) / 2)) -lt 1024 ] ||
 		afs_fail "$mode: the device read $(((s1 - s0) / 2)) KiB of a resident file"
-	[ "$cr" -gt 0 ] || afs_fail "$mode: no read counted as cached"
-	[ "$cb" -ge $((32 << 20)) ] || afs_fail "$mode: cached_bytes $cb"
+	if [ "$mode" = kernel ]; then
+		[ "$rr" -gt 0 ] || afs_fail "kernel: no read served from the page cache"
+		[ "$ins" = 0 ] || afs_fail "kernel: $ins pages of a resident file cached again"
+		[ "$hist" = 8192 ] || afs_fail "kernel: history $hist, not the file's 8192 pages"
+	else
+		[ "$rr" = 0 ] || afs_fail "direct: $rr reads went around the cache"
+		[ "$cr" -gt 0 ] || afs_fail "direct: no read counted as cached"
+		[ "$cb" -ge $((32 << 20)) ] || afs_fail "direct: cached_bytes $cb"
+	fi
 	afs_umount
 
 	afs_drop_caches
@@ -51,11 +65,15 @@ for mode in kernel direct; do
 	s0=$(sectors_read)
 	cmp "$AFS_MNT/f.$mode" "$AFS_WORK/data" || afs_fail "$mode: wrong bytes (cold)"
 	s1=$(sectors_read)
-	cr=$(ac_get "$(ac_stats "$AFS_MNT/f.$mode")" backing.cached_reads)
-	echo "$mode cold: device read $(((s1 - s0) / 2)) KiB, cached_reads $cr"
+	s=$(ac_stats "$AFS_MNT/f.$mode")
+	cr=$(ac_get "$s" backing.cached_reads)
+	rr=$(ac_get "$s" resident_reads)
+	echo "$mode cold: device read $(((s1 - s0) / 2)) KiB, cached_reads $cr," \
+		"resident_reads $rr"
 	[ $(((s1 - s0) / 2)) -ge $((32 << 10)) ] ||
 		afs_fail "$mode: the device read only $(((s1 - s0) / 2)) KiB of a cold file"
 	[ "$cr" = 0 ] || afs_fail "$mode: $cr reads of a cold file counted as cached"
+	[ "$rr" = 0 ] || afs_fail "$mode: $rr reads of a cold file served as resident"
 	afs_umount
 done
 echo "cache_resident: ok"

@@ -483,6 +483,48 @@ static void test_drop_to_history_skips_locked(void **state)
 	assert_int_equal(cache_page_drop_to_history(f->m, 0, 10), 1);
 }
 
+/* A read served around the cache: holes and UPTODATE pages become history,
+ * a LOCKED page (someone's I/O) is left alone; the context scan then sees
+ * the whole run, and a window over it inserts nothing. */
+static void test_note_given(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_mapping_stats st;
+	struct cache_page *p, *pages[8];
+	unsigned int got;
+
+	fill_range(f->m, 2, 1, 0);
+	assert_int_equal(
+		cache_insert_range(f->m, 3, 1, CACHE_NO_MARK, 0, &p, &got), 0);
+	assert_int_equal(cache_note_given(f->m, 0, 5), 5);
+	assert_true(cache_page_locked(p));
+	cache_mapping_stats(f->m, &st);
+	assert_int_equal(st.history_pages, 5);
+	assert_int_equal(st.cached_pages, 1);
+	assert_int_equal(st.to_history, 5);
+	rcu_read_lock();
+	assert_null(cache_lookup_rcu(f->m, 2)); /* dropped: no data */
+	assert_int_equal(cache_prev_hole_rcu(f->m, 5, 100), UINT64_MAX);
+	rcu_read_unlock();
+	cache_page_complete(p, 0);
+	assert_int_equal(cache_insert_range(f->m, 0, 6, CACHE_NO_MARK,
+					    CACHE_INSERT_PREFETCH |
+						    CACHE_INSERT_KEEP_HISTORY,
+					    pages, &got),
+			 0);
+	assert_int_equal(got, 0);
+	/* Again: only the page completed since is dropped; empty and
+	 * out-of-range requests change nothing. */
+	assert_int_equal(cache_note_given(f->m, 0, 5), 1);
+	assert_int_equal(cache_note_given(f->m, 5, 4), 0);
+	assert_int_equal(
+		cache_note_given(f->m, CACHE_INDEX_LIMIT, CACHE_INDEX_LIMIT),
+		0);
+	cache_mapping_stats(f->m, &st);
+	assert_int_equal(st.history_pages, 6);
+	assert_int_equal(st.cached_pages, 0);
+}
+
 static void test_last_put_with_io_in_flight(void **state)
 {
 	struct fixture *f = *state;
@@ -614,6 +656,7 @@ int main(void)
 		T(test_insert_keeps_history),
 		T(test_history_present_for_prev_hole_only),
 		T(test_drop_to_history_skips_locked),
+		T(test_note_given),
 		cmocka_unit_test_setup_teardown(
 			test_history_bounded_lowest_first, history_setup,
 			fixture_teardown),

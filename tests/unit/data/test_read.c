@@ -19,6 +19,7 @@
 #include <string.h>
 #include <setjmp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -44,6 +45,15 @@ static uint8_t pattern(uint64_t off)
 	return (uint8_t)((off >> 12) * 11 + (off & 4095) * 3 + 7);
 }
 
+/* Out of the kernel's page cache, as a file on disk that no one read
+ * lately: a kernel-mode read whose pages the backing's page cache holds is
+ * served from there (read.c), around the cache these tests look at. */
+static void drop_page_cache(struct fixture *fx)
+{
+	assert_int_equal(fdatasync(fx->fd), 0);
+	assert_int_equal(posix_fadvise(fx->fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+}
+
 static void write_file(struct fixture *fx, uint64_t size)
 {
 	uint8_t buf[PAGE];
@@ -58,6 +68,7 @@ static void write_file(struct fixture *fx, uint64_t size)
 				 (ssize_t)n);
 	}
 	assert_int_equal(fstat(fx->fd, &fx->st), 0);
+	drop_page_cache(fx);
 }
 
 static int setup_budget(void **state, uint64_t budget, uint64_t size)
@@ -344,6 +355,88 @@ static void test_handed_over_pages_become_history(void **state)
 }
 
 /* A wait the reader's interrupt cancels ends the read with -EINTR. */
+/* cachestat(2) says whether the whole range is resident: 1, 0, or -1
+ * where the kernel has no cachestat (before 6.5). */
+static int resident(int fd, uint64_t off, uint64_t len)
+{
+	struct {
+		uint64_t off, len;
+	} range = {off, len};
+	uint64_t cs[5];
+
+	if (syscall(451, fd, &range, cs, 0))
+		return -1;
+	return cs[0] >= (len + PAGE - 1) / PAGE;
+}
+
+/* Kernel mode, a file the backing's page cache holds (just read by another
+ * process): served from there, one copy and no cache page; the slots become
+ * history.  The same file with its data kept (direct mode), or once out of
+ * the page cache, goes through the cache; a stream that ran over resident
+ * data and goes on into data the page cache lacks gets a window at once. */
+static void test_resident_read_around_cache(void **state)
+{
+	struct fixture *fx = *state;
+	struct reply kernel = {.fc = fx->fc}, keep = {0}, cold = {0};
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+	struct ra_state st, other;
+	static char buf[NPAGES * PAGE];
+
+	if (resident(fx->fd, 0, PAGE) < 0)
+		skip();
+	ra_state_init(&st);
+	assert_int_equal(pread(fx->fd, buf, sizeof(buf), 0),
+			 (ssize_t)sizeof(buf));
+	assert_int_equal(resident(fx->fd, 0, sizeof(buf)), 1);
+
+	assert_int_equal(do_read(fx, &st, 0, 16 * PAGE, false, &kernel), 0);
+	assert_int_equal(kernel.calls, 1);
+	assert_int_equal(kernel.bytes, 16 * PAGE);
+	assert_false(kernel.bad);
+	assert_false(kernel.from_pages); /* the thread's buffer */
+	assert_int_equal(fx->fc->resident_reads, 1);
+	assert_int_equal(fx->a->resident_reads, 1);
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(ms.inserted, 0);
+	assert_int_equal(ms.history_pages, 16);
+	assert_int_equal(rs.c.windows, 0);
+	assert_int_equal(rs.backing_reads, 0);
+
+	/* Out of the page cache: the stream goes on through the cache, its
+	 * next read a sequential miss (a window), not a random one. */
+	drop_page_cache(fx);
+	assert_int_equal(resident(fx->fd, 16 * PAGE, 16 * PAGE), 0);
+	assert_int_equal(do_read(fx, &st, 16 * PAGE, 16 * PAGE, false, &cold),
+			 0);
+	assert_int_equal(cold.bytes, 16 * PAGE);
+	assert_false(cold.bad);
+	settle(fx);
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(fx->fc->resident_reads, 1);
+	assert_int_equal(rs.c.decisions[RA_KIND_SEQ_MISS], 1);
+	assert_int_equal(rs.c.decisions[RA_KIND_RANDOM], 0);
+	assert_true(rs.backing_reads >= 1);
+
+	/* Direct mode keeps the data: through the cache, resident or not. */
+	assert_int_equal(pread(fx->fd, buf, sizeof(buf), 0),
+			 (ssize_t)sizeof(buf));
+	assert_int_equal(resident(fx->fd, 0, sizeof(buf)), 1);
+	ra_state_init(&other);
+	assert_int_equal(do_read(fx, &other, 256 * PAGE, 4 * PAGE, true, &keep),
+			 0);
+	assert_int_equal(keep.bytes, 4 * PAGE);
+	assert_false(keep.bad);
+	settle(fx);
+	ra_state_destroy(&other);
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(fx->fc->resident_reads, 1);
+	rcu_read_lock();
+	assert_non_null(cache_lookup_rcu(fx->fc->map, 256));
+	rcu_read_unlock();
+	ra_state_destroy(&st);
+}
+
 static void test_cancelled_wait(void **state)
 {
 	struct fixture *fx = *state;
@@ -798,6 +891,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_grown_behind,
 						setup_small_file, teardown),
 		T(test_handed_over_pages_become_history),
+		T(test_resident_read_around_cache),
 		T(test_cancelled_wait),
 		T(test_mark_in_flight_acted_on_first),
 		T(test_backing_error),

@@ -88,8 +88,10 @@ static int setup_size(void **state, uint64_t size)
 	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
 	/* Counters the renderers must show as they are. */
 	fx->a->uncached_reads = 5;
+	fx->a->resident_reads = 7;
 	fx->a->revalidations = 6;
 	fx->fc->uncached_reads = 3;
+	fx->fc->resident_reads = 8;
 	fx->fc->revalidations = 4;
 
 	fx->file = (struct afs_xattr_target){.is_reg = true,
@@ -253,9 +255,10 @@ static const char *sval(const struct json *obj, const char *key)
 	check_object((obj), (spec), sizeof(spec) / sizeof(spec[0]))
 
 static const struct key_spec file_top[] = {
-	{"file", 'o'},		{"cache", 'o'},	  {"backing", 'o'},
-	{"readahead", 'o'},	{"streams", 'a'}, {"uncached_reads", 'i'},
-	{"revalidations", 'i'},
+	{"file", 'o'},		 {"cache", 'o'},
+	{"backing", 'o'},	 {"readahead", 'o'},
+	{"streams", 'a'},	 {"uncached_reads", 'i'},
+	{"resident_reads", 'i'}, {"revalidations", 'i'},
 };
 static const struct key_spec file_file[] = {
 	{"ino", 'i'}, {"size", 'i'}, {"pages", 'i'}};
@@ -296,11 +299,14 @@ static const struct key_spec stream_keys[] = {
 	{"cap", 'i'},	{"windows", 'i'}, {"thrash", 'i'}, {"waste", 'i'},
 };
 static const struct key_spec root_top[] = {
-	{"version", 's'},	 {"uptime_s", 'i'},	 {"started", 's'},
-	{"options", 'o'},	 {"cache", 'o'},	 {"memory", 'o'},
-	{"backing", 'o'},	 {"readahead", 'o'},	 {"files", 'o'},
-	{"warm", 'o'},		 {"watch", 'o'},	 {"writes", 'o'},
-	{"uncached_reads", 'i'}, {"revalidations", 'i'},
+	{"version", 's'},	 {"uptime_s", 'i'},
+	{"started", 's'},	 {"options", 'o'},
+	{"cache", 'o'},		 {"memory", 'o'},
+	{"backing", 'o'},	 {"readahead", 'o'},
+	{"files", 'o'},		 {"warm", 'o'},
+	{"watch", 'o'},		 {"writes", 'o'},
+	{"uncached_reads", 'i'}, {"resident_reads", 'i'},
+	{"revalidations", 'i'},
 };
 static const struct key_spec root_writes[] = {
 	{"behind_pieces", 'i'},	 {"behind_bytes", 'i'},
@@ -470,6 +476,7 @@ static void test_file_stats(void **state)
 	assert_string_equal(sval(s->child, "state"), "active");
 	assert_true(ival(s->child, "windows") > 1);
 	assert_int_equal(ival(root, "uncached_reads"), 3);
+	assert_int_equal(ival(root, "resident_reads"), 8);
 	assert_int_equal(ival(root, "revalidations"), 4);
 	json_doc_free(doc);
 	free(text);
@@ -569,6 +576,7 @@ static void test_root_stats(void **state)
 			 AFS_IDLE_FILES_DEFAULT);
 	CHECK(json_get(root, "warm"), root_warm);
 	assert_int_equal(ival(root, "uncached_reads"), 5);
+	assert_int_equal(ival(root, "resident_reads"), 7);
 	assert_int_equal(ival(root, "revalidations"), 6);
 	json_doc_free(doc);
 	free(text);
