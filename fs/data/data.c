@@ -741,6 +741,7 @@ void afs_handle_init(struct afs_handle *h, struct afs_fcache *fc, int fd,
 
 void afs_handle_destroy(struct afs_handle *h)
 {
-	close(h->fd);
+	if (!h->shared_fd)
+		close(h->fd);
 	ra_state_destroy(&h->ra);
 }

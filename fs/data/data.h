@@ -270,6 +270,7 @@ struct afs_fcache {
  * here: it points to the adapter's struct afs_file, which embeds this. */
 struct afs_handle {
 	int fd; /* backing fd, the caller's open flags */
+	bool shared_fd; /* @fd is the inode's, not closed with the handle */
 	bool direct_io; /* opened with direct_io (read_mode=direct) */
 	bool cached; /* reads use the file's cache (else served around it) */
 	struct ra_state ra;

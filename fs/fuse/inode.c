@@ -112,6 +112,8 @@ void afs_itable_destroy(struct afs_itable *t)
 				close(i->fd);
 			if (i->io_fd >= 0)
 				close(i->io_fd);
+			if (i->ro_fd >= 0)
+				close(i->ro_fd);
 			free(i);
 		}
 	}
@@ -213,6 +215,8 @@ static void unlink_free_locked(struct afs_itable *t, struct afs_inode *i)
 		close(i->fd);
 	if (i->io_fd >= 0)
 		close(i->io_fd);
+	if (i->ro_fd >= 0)
+		close(i->ro_fd);
 	free(i);
 	if (t->nbuckets > AFS_MIN_BUCKETS && t->count < t->nbuckets / 8)
 		resize_locked(t, t->nbuckets / 2);
@@ -305,6 +309,7 @@ static struct afs_inode *new_inode(uint32_t fsidx, uint64_t ino, int fd,
 	i->ino = ino;
 	i->fd = fd;
 	i->io_fd = -1;
+	i->ro_fd = -1;
 	i->type = type & S_IFMT;
 	i->generation = generation;
 	return i;

@@ -68,6 +68,10 @@ struct afs_inode {
 	 * what a write then gets. */
 	int io_fd;
 	int io_wr_err;
+	/* The daemon's own read-only descriptor of a regular file, shared by
+	 * plain read-only opens (ops_io.c share_ro()): -1 until the first one
+	 * (set once, __atomic), closed with the entry. */
+	int ro_fd;
 	bool pinned; /* the root: never freed by forget */
 	/* a regular file's data path state (fs/data/data.h: its identity,
 	 * cache and readahead), a reference set once (__atomic) by the first

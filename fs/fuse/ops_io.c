@@ -7,7 +7,9 @@
  * (less O_DIRECT: the kernel already gives the application direct I/O
  * semantics on the FUSE side, and the backing would refuse the unaligned
  * buffers FUSE requests arrive in) and credentials, and the handle's
- * readahead state.  The file's data path state (identity, cache mapping,
+ * readahead state.  A plain read-only open while the kernel checks access
+ * (share_ro()) takes the inode's shared read-only descriptor instead: no
+ * reopen, nothing to close at RELEASE.  The file's data path state (identity, cache mapping,
  * ra_file) is the inode's (afs_inode_fc()), shared by every open of it.
  *
  * Close-to-open consistency for changes made behind the mount, for both
@@ -96,6 +98,44 @@ static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 	rc = fd < 0 ? -errno : fd;
 	afs_creds_leave(&c);
 	return rc;
+}
+
+/*
+ * Whether an open with @flags of @i shares the inode's read-only descriptor
+ * instead of opening one of its own: a plain read-only open of a regular
+ * file while the kernel checks every caller's access (default_permissions).
+ * It then costs no reopen through /proc under the caller's ids, and no
+ * descriptor to close at RELEASE.  Flags that change how the backing reads
+ * or what the open does (O_NOATIME, O_DIRECT, O_[D]SYNC, O_TRUNC) keep an
+ * open of their own.
+ */
+static bool share_ro(const struct afs_fs *fs, const struct afs_inode *i,
+		     int flags)
+{
+	return S_ISREG(i->type) && (flags & O_ACCMODE) == O_RDONLY &&
+	       !(flags & (O_TRUNC | O_NOATIME | O_DIRECT | O_SYNC | O_DSYNC)) &&
+	       fs->default_permissions;
+}
+
+/* The inode's shared read-only descriptor, opened as the daemon on first
+ * use.  Return: it, or -errno (the caller then opens its own). */
+static int inode_ro_fd(struct afs_inode *i)
+{
+	char proc[AFS_PROCPATH_LEN];
+	int fd = __atomic_load_n(&i->ro_fd, __ATOMIC_ACQUIRE), expected = -1;
+
+	if (fd >= 0)
+		return fd;
+	afs_procpath(proc, i->fd);
+	fd = open(proc, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!__atomic_compare_exchange_n(&i->ro_fd, &expected, fd, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		close(fd); /* another open made it first */
+		return expected;
+	}
+	return fd;
 }
 
 /* What a data request works on: the open's handle, or for a request
@@ -229,7 +269,7 @@ static bool kill_privs_possible(fuse_req_t req)
  * cleared setuid/setgid (kill_privs_possible()), the kernel's attributes.
  */
 static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
-		       struct fuse_file_info *fi, bool created)
+		       bool shared, struct fuse_file_info *fi, bool created)
 {
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_file *f = calloc(1, sizeof(*f));
@@ -294,6 +334,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 		}
 	}
 	afs_handle_init(&f->h, fc, fd, direct_io);
+	f->h.shared_fd = shared;
 	f->open.free = free_file;
 	f->itable = &fs->itable;
 	f->inode = inode;
@@ -319,7 +360,8 @@ void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_inode *i;
-	int fd, rc;
+	bool shared = false;
+	int fd = -1, rc;
 
 	if (fs->opts->opens == AFS_OPENS_NONE) {
 		/* The kernel stops sending OPEN and RELEASE for good. */
@@ -329,15 +371,21 @@ void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	i = afs_req_inode(req, ino);
 	if (!i)
 		return;
-	fd = open_inode(req, i, fi->flags);
+	if (share_ro(fs, i, fi->flags)) {
+		fd = inode_ro_fd(i);
+		shared = fd >= 0;
+	}
+	if (!shared)
+		fd = open_inode(req, i, fi->flags);
 	if (fd < 0) {
 		afs_itable_put(&fs->itable, i);
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	rc = finish_open(req, i, fd, fi, false);
+	rc = finish_open(req, i, fd, shared, fi, false);
 	if (rc) {
-		close(fd);
+		if (!shared)
+			close(fd);
 		afs_itable_put(&fs->itable, i);
 		fuse_reply_err(req, -rc);
 		return;
@@ -398,7 +446,7 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (rc)
 		goto out_close;
 	i = afs_itable_get(&fs->itable, e.ino); /* held by the lookup */
-	rc = finish_open(req, i, fd, fi, true);
+	rc = finish_open(req, i, fd, false, fi, true);
 	if (rc) {
 		afs_itable_forget(&fs->itable, e.ino, 1);
 		afs_itable_put(&fs->itable, i);

@@ -7,7 +7,12 @@
 #   2. writable opens keep their FLUSH (close(2) reports the backing's
 #      close errors): each close of an O_WRONLY or O_RDWR open sends one;
 #   3. the bytes read are the backing's;
-#   4. -o opens=none (zero-message opens): the first OPEN, CREATE and FLUSH
+#   4. plain read-only opens share the inode's one read-only descriptor (no
+#      reopen per open): 20 of them held open at once add at most one
+#      backing descriptor to the daemon, while 20 O_NOATIME opens and 20
+#      O_RDWR opens each get their own -- and all of them read the
+#      backing's bytes, the shared ones also after the others closed;
+#   5. -o opens=none (zero-message opens): the first OPEN, CREATE and FLUSH
 #      are answered ENOSYS and none follows -- 200 reads, 20 writable opens
 #      and 20 creates send at most one of each and no RELEASE -- and what
 #      they read and wrote is the backing's.
@@ -54,6 +59,46 @@ PY
 	wflushes=$(opcodes FLUSH)
 	echo "$mode writable: FLUSH $wflushes for 20 opens"
 	[ "$wflushes" -eq 20 ] || afs_fail "$mode: $wflushes FLUSH for 20 writable opens"
+
+	python3 - "$AFS_MNT/f" "$AFS_SRC/f" "$AFS_PID" <<'PY' || afs_fail "$mode: descriptors of held opens"
+import os, sys
+mnt, src, pid = sys.argv[1], sys.argv[2], sys.argv[3]
+want = open(src, "rb").read()
+def backing_fds():
+    n = 0
+    for e in os.listdir("/proc/%s/fd" % pid):
+        try:
+            if os.readlink("/proc/%s/fd/%s" % (pid, e)) == src:
+                n += 1
+        except OSError:
+            pass
+    return n
+def hold(flags):
+    fds = [os.open(mnt, flags) for _ in range(20)]
+    for i, fd in enumerate(fds):
+        off = i * 4096
+        if os.pread(fd, 4096, off) != want[off:off + 4096]:
+            sys.exit("wrong bytes through open %d (flags %o)" % (i, flags))
+    return fds
+os.close(os.open(mnt, os.O_RDONLY))
+base = backing_fds()
+shared = hold(os.O_RDONLY)
+n_shared = backing_fds() - base
+own = hold(os.O_RDONLY | os.O_NOATIME) + hold(os.O_RDWR)
+n_own = backing_fds() - base - n_shared
+for fd in own:
+    os.close(fd)
+for i, fd in enumerate(shared):
+    if os.pread(fd, 4096, 8192 * i) != want[8192 * i:8192 * i + 4096]:
+        sys.exit("wrong bytes through shared open %d after the others closed" % i)
+    os.close(fd)
+print("descriptors: 20 read-only opens +%d, 20 O_NOATIME + 20 O_RDWR opens +%d"
+      % (n_shared, n_own))
+if n_shared > 1:
+    sys.exit("20 plain read-only opens hold %d backing descriptors" % n_shared)
+if n_own != 40:
+    sys.exit("40 opens with their own descriptor hold %d" % n_own)
+PY
 	afs_umount
 done
 afs_mount -d -o opens=none
