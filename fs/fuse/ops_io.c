@@ -9,8 +9,9 @@
  * buffers FUSE requests arrive in) and credentials, and the handle's
  * readahead state.  A plain read-only open while the kernel checks access
  * (share_ro()) takes the inode's shared read-only descriptor instead: no
- * reopen, nothing to close at RELEASE.  The file's data path state (identity, cache mapping,
- * ra_file) is the inode's (afs_inode_fc()), shared by every open of it.
+ * reopen, nothing to close at RELEASE.  The file's data path state
+ * (identity, cache mapping, ra_file) is the inode's (afs_inode_fc()),
+ * shared by every open of it.
  *
  * Close-to-open consistency for changes made behind the mount, for both
  * caches at once: at open (and getattr) the backing is compared with the
