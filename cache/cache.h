@@ -371,6 +371,14 @@ void cache_mapping_stats(struct cache_mapping *m,
 struct cache_page *cache_lookup_rcu(struct cache_mapping *m, uint64_t index);
 
 /**
+ * cache_history_rcu() - Whether @index holds a history entry: a page the
+ * kernel was given and aheadfs dropped (cache_page_drop_to_history(),
+ * cache_note_given()); no data page, no hole.
+ * Context: Caller holds the RCU read lock.
+ */
+bool cache_history_rcu(struct cache_mapping *m, uint64_t index);
+
+/**
  * cache_next_hole_rcu() - First index in [@index, @index + @max_scan) with no
  * data page (history counts as a hole).
  *

@@ -238,6 +238,12 @@ struct cache_page *cache_lookup_rcu(struct cache_mapping *m, uint64_t index)
 	return p;
 }
 
+bool cache_history_rcu(struct cache_mapping *m, uint64_t index)
+{
+	return index < CACHE_INDEX_LIMIT &&
+	       cache_tree_lookup_rcu(&m->tree, index) == CACHE_HISTORY;
+}
+
 uint64_t cache_next_hole_rcu(struct cache_mapping *m, uint64_t index,
 			     uint64_t max_scan)
 {

@@ -835,8 +835,7 @@ static bool is_history(struct ra_file *f, uint64_t i)
 	bool history;
 
 	rcu_read_lock();
-	history = !cache_lookup_rcu(f->m, i) &&
-		  cache_prev_hole_rcu(f->m, i, 1) != i;
+	history = cache_history_rcu(f->m, i);
 	rcu_read_unlock();
 	return history;
 }

@@ -323,7 +323,6 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 			rc = read_resident(a, r, raf, ra, off, end);
 			if (rc <= 0)
 				return rc;
-			rc = 0;
 		}
 		if (!locked) {
 			rc = ra_sync_miss(raf, ra, miss, last - miss + 1);

@@ -101,6 +101,20 @@ static int open_inode(fuse_req_t req, struct afs_inode *i, int flags)
 	return rc;
 }
 
+/* Set the inode's descriptor slot @slot (-1 until now) to @fd, opened
+ * meanwhile, unless another request set it first: then @fd is closed.
+ * Return: the descriptor in the slot. */
+static int publish_fd(int *slot, int fd)
+{
+	int expected = -1;
+
+	if (__atomic_compare_exchange_n(slot, &expected, fd, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return fd;
+	close(fd);
+	return expected;
+}
+
 /*
  * Whether an open with @flags of @i shares the inode's read-only descriptor
  * instead of opening one of its own: a plain read-only open of a regular
@@ -123,7 +137,7 @@ static bool share_ro(const struct afs_fs *fs, const struct afs_inode *i,
 static int inode_ro_fd(struct afs_inode *i)
 {
 	char proc[AFS_PROCPATH_LEN];
-	int fd = __atomic_load_n(&i->ro_fd, __ATOMIC_ACQUIRE), expected = -1;
+	int fd = __atomic_load_n(&i->ro_fd, __ATOMIC_ACQUIRE);
 
 	if (fd >= 0)
 		return fd;
@@ -131,12 +145,7 @@ static int inode_ro_fd(struct afs_inode *i)
 	fd = open(proc, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (!__atomic_compare_exchange_n(&i->ro_fd, &expected, fd, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		close(fd); /* another open made it first */
-		return expected;
-	}
-	return fd;
+	return publish_fd(&i->ro_fd, fd);
 }
 
 /* What a data request works on: the open's handle, or for a request
@@ -156,7 +165,7 @@ struct io_target {
 static int inode_io_fd(struct afs_fs *fs, struct afs_inode *i)
 {
 	char proc[AFS_PROCPATH_LEN];
-	int fd = __atomic_load_n(&i->io_fd, __ATOMIC_ACQUIRE), expected = -1;
+	int fd = __atomic_load_n(&i->io_fd, __ATOMIC_ACQUIRE), won;
 	int wr_err = 0;
 	struct afs_fcache *fc;
 
@@ -174,13 +183,10 @@ static int inode_io_fd(struct afs_fs *fs, struct afs_inode *i)
 	if (fc)
 		(void)afs_fcache_ra(fc,
 				    fd); /* else reads go around the cache */
-	if (!__atomic_compare_exchange_n(&i->io_fd, &expected, fd, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		close(fd); /* another request opened it first */
-		return expected;
-	}
-	__atomic_store_n(&i->io_wr_err, wr_err, __ATOMIC_RELEASE);
-	return fd;
+	won = publish_fd(&i->io_fd, fd);
+	if (won == fd)
+		__atomic_store_n(&i->io_wr_err, wr_err, __ATOMIC_RELEASE);
+	return won;
 }
 
 /* Fill @t for a request on @ino with @fi.  Return: 0, or -errno. */

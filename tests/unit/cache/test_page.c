@@ -504,6 +504,11 @@ static void test_note_given(void **state)
 	assert_int_equal(st.to_history, 5);
 	rcu_read_lock();
 	assert_null(cache_lookup_rcu(f->m, 2)); /* dropped: no data */
+	assert_true(cache_history_rcu(f->m, 2));
+	assert_true(cache_history_rcu(f->m, 0)); /* a hole filled */
+	assert_false(cache_history_rcu(f->m, 3)); /* LOCKED, data */
+	assert_false(cache_history_rcu(f->m, 6)); /* a hole */
+	assert_false(cache_history_rcu(f->m, CACHE_INDEX_LIMIT));
 	assert_int_equal(cache_prev_hole_rcu(f->m, 5, 100), UINT64_MAX);
 	rcu_read_unlock();
 	cache_page_complete(p, 0);

@@ -753,8 +753,7 @@ static bool history_at(struct fixture *fx, uint64_t i)
 	bool h;
 
 	rcu_read_lock();
-	h = !cache_lookup_rcu(fx->m, i) &&
-	    cache_prev_hole_rcu(fx->m, i, 1) != i;
+	h = cache_history_rcu(fx->m, i);
 	rcu_read_unlock();
 	return h;
 }
