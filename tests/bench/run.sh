@@ -463,16 +463,15 @@ run_cell() {
 	# the mount, so the daemon's own memory is in place (a fresh daemon's
 	# first touch of it is what these rows take away: docs/benchmarks.md);
 	# the caches are dropped below, and the measured file was never read.
+	# shellcheck disable=SC2206
+	local a=($wargs)
+	local pattern=${a[0]} rest=("${a[@]:1}")
 	if [ "$status" = ok ] && [ "$kind" = warm ]; then
-		# shellcheck disable=SC2086
-		(cg_exec "$READ_PATTERNS" ${wargs%% *} "$path/warm" ${wargs#* } --limit "$limit") >/dev/null 2>>"$log" || true
+		(cg_exec "$READ_PATTERNS" "$pattern" "$path/warm" "${rest[@]}" --limit "$limit") >/dev/null 2>>"$log" || true
 	fi
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	local prog=("$READ_PATTERNS") file=$path/file
-	# shellcheck disable=SC2206
-	local a=($wargs)
-	local pattern=${a[0]} rest=("${a[@]:1}")
 	case $kind in
 	read | warm) rest+=(--limit "$limit" --seconds "$cap") ;;
 	rand) rest+=(--seconds "$cap") ;;
