@@ -43,6 +43,15 @@
  *                                THREADS equal parts) sequentially in BS
  *                                pieces at RATE bytes/s, for SECONDS, every
  *                                piece checked; prints "bytes N"
+ *   pin FILE                     map FILE and lock its pages in memory
+ *                                (mlock: any page not resident is read in
+ *                                first), print "pinned N" (N pages), hold
+ *                                them until stdin ends: a file that must
+ *                                stay in the page cache, whatever reclaims
+ *                                memory meanwhile (a proactive reclaimer
+ *                                such as DAMON's pageout scheme takes
+ *                                clean file pages idle for seconds, free
+ *                                memory or not)
  *   xattr PATH NAME              getxattr(PATH, NAME) the way getfattr does:
  *                                size first, then the value into a buffer of
  *                                that size; prints the value; fails if the
@@ -60,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -481,6 +491,36 @@ static int cmd_random(const char *path, uint64_t count, uint64_t bs,
 	return 0;
 }
 
+static int cmd_pin(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	void *map;
+	char c;
+
+	if (fd < 0)
+		return die(path);
+	if (fstat(fd, &st))
+		return die("fstat");
+	if (!st.st_size) {
+		fprintf(stderr, "ahead_io: %s is empty\n", path);
+		return 1;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return die("mmap");
+	if (mlock(map, (size_t)st.st_size))
+		return die("mlock");
+	printf("pinned %" PRIu64 "\n",
+	       ((uint64_t)st.st_size + PAGE - 1) / PAGE);
+	fflush(stdout);
+	while (read(STDIN_FILENO, &c, 1) > 0)
+		;
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+	return 0;
+}
+
 static int cmd_xattr(const char *path, const char *name)
 {
 	ssize_t size = getxattr(path, name, NULL, 0), n;
@@ -541,6 +581,8 @@ int main(int argc, char **argv)
 				parse_size(argv[5]), parse_size(argv[6]),
 				parse_size(argv[7]));
 	}
+	if (!strcmp(cmd, "pin") && argc == 3)
+		return cmd_pin(argv[2]);
 	if (!strcmp(cmd, "xattr") && argc == 4)
 		return cmd_xattr(argv[2], argv[3]);
 	fprintf(stderr, "usage: afs_ahead_io fill FILE SIZE SEED\n"
@@ -552,6 +594,7 @@ int main(int argc, char **argv)
 			"[SPAN [GRID [HEAD]]]\n"
 			"       afs_ahead_io slow FILE SEED THREADS BS RATE "
 			"SECONDS\n"
+			"       afs_ahead_io pin FILE\n"
 			"       afs_ahead_io xattr PATH NAME\n");
 	return 2;
 }

@@ -4,8 +4,9 @@
 # before a miss, ra/backing.c before each O_DIRECT read).  On an ext4 volume
 # over a direct-I/O loop device (so every read that misses the page cache
 # reaches the device), in both read modes:
-#   1. a file just written into the backing (its pages still in the page
-#      cache): read through a fresh mount, the device reads nothing (under
+#   1. a file just written into the backing, its pages held in the page
+#      cache (ac_pin: a proactive reclaimer would otherwise take some of
+#      them within seconds on some VMs): read through a fresh mount, the device reads nothing (under
 #      1 MiB of 32) and the bytes are the file's.  Kernel mode serves the
 #      reads straight from the backing's page cache (resident_reads, no page
 #      inserted into aheadfs's cache, the file's pages all history after);
@@ -34,6 +35,7 @@ for mode in kernel direct; do
 	head -c 32M /dev/urandom >"$AFS_WORK/data"
 	cp "$AFS_WORK/data" "$f" # buffered: in the page cache now
 	sync # written back, still cached
+	ac_pin "$f"
 	afs_mount -o read_mode=$mode
 	s0=$(sectors_read)
 	cmp "$AFS_MNT/f.$mode" "$AFS_WORK/data" || afs_fail "$mode: wrong bytes (hot)"
@@ -59,6 +61,7 @@ for mode in kernel direct; do
 		[ "$cb" -ge $((32 << 20)) ] || afs_fail "direct: cached_bytes $cb"
 	fi
 	afs_umount
+	ac_unpin
 
 	afs_drop_caches
 	afs_mount -o read_mode=$mode
