@@ -201,12 +201,17 @@ int cache_create(const struct cache_config *cfg, struct cache **out)
 		pthread_mutex_init(&c->waitq[i].lock, NULL);
 		pthread_cond_init(&c->waitq[i].cond, NULL);
 	}
-	rc = cache_reclaimer_start(c);
+	rc = cache_pool_grace_start(c);
 	if (rc)
 		goto out_destroy_queues;
+	rc = cache_reclaimer_start(c);
+	if (rc)
+		goto out_stop_grace;
 	*out = c;
 	return 0;
 
+out_stop_grace:
+	cache_pool_grace_stop(c);
 out_destroy_queues:
 	for (int i = 0; i < CACHE_WAIT_QUEUES; i++) {
 		pthread_cond_destroy(&c->waitq[i].cond);
@@ -235,7 +240,9 @@ int cache_destroy(struct cache *c)
 
 	cache_reclaimer_stop(c);
 	/* Every page and node freed so far is waiting for a grace period:
-	 * let the callbacks run before the chunks go. */
+	 * let the grace thread and the tree's callbacks finish before the
+	 * chunks go. */
+	cache_pool_grace_stop(c);
 	rcu_barrier();
 	assert(!c->nr_small && !c->nr_main);
 	for (int i = 0; i < CACHE_WAIT_QUEUES; i++) {

@@ -23,14 +23,14 @@
  *        v
  *     removed from the tree (a history entry may stay in its slot); the
  *     descriptor and buffer are recycled after an RCU grace period once the
- *     last reference is gone.
+ *     last reference is gone (by the cache's grace thread: pool.c).
  *
  * RCU: the cache uses liburcu's default flavour (<urcu.h>, urcu-memb).  Every
  * thread that calls into the cache must be an RCU reader thread: call
  * cache_thread_online() once per thread (cheap and idempotent; it registers
  * the thread lazily and unregisters it at thread exit), and do not also call
  * rcu_register_thread() on that thread.  Threads the cache creates (the
- * reclaimer) register themselves.
+ * reclaimer) register themselves; the grace thread is not a reader.
  *
  * Locking (each function repeats its rule in a Context: line):
  *   caller holds the RCU read lock:   cache_lookup_rcu(),
@@ -228,6 +228,13 @@ int cache_create(const struct cache_config *cfg, struct cache **out);
  * Return: 0, or -EBUSY (nothing freed) while mappings still exist.
  */
 int cache_destroy(struct cache *c);
+
+/**
+ * cache_barrier() - Wait until every page freed before the call is back in
+ * the pool (its grace period over, c->used and pending_free_bytes down).
+ * Context: Online thread, outside any RCU read-side section.
+ */
+void cache_barrier(struct cache *c);
 
 /**
  * cache_stats() - Fill @st with the cache's figures.

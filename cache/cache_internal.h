@@ -227,6 +227,11 @@ struct cache {
 	pthread_mutex_t pool_lock;
 	pthread_cond_t pool_cond; /* a page came back: inserters waiting */
 	pthread_cond_t reclaim_cond; /* the reclaimer's wake-up */
+	pthread_cond_t grace_cond; /* the grace thread's wake-up */
+	struct cds_list_head freeing; /* freed pages, waiting for the grace
+				       * thread (linked by their lru) */
+	uint64_t queued_seq, freed_seq; /* pages queued / put back, ever */
+	bool grace_stop; /* the grace thread must exit once freeing is empty */
 	struct cache_chunk *chunks;
 	uint64_t chunk_pages; /* pages in all chunks */
 	struct cds_list_head partial; /* chunks with free pages */
@@ -265,6 +270,8 @@ struct cache {
 
 	pthread_t reclaimer;
 	bool reclaimer_started;
+	pthread_t grace; /* pool.c: frees pages after their grace period */
+	bool grace_started;
 
 	struct cache_waitq waitq[CACHE_WAIT_QUEUES];
 };
@@ -301,8 +308,12 @@ unsigned int cache_pool_alloc(struct cache *c, unsigned int want,
 /* Return never-published pages at once (no grace period needed). */
 void cache_pool_free_now(struct cache *c, struct cache_page **pages,
 			 unsigned int nr);
-/* The last reference is gone: free after a grace period. */
+/* The last reference is gone: free after a grace period (the grace
+ * thread's).  Any thread, inside an RCU section too; takes pool_lock. */
 void cache_pool_free_rcu(struct cache_page *p);
+int cache_pool_grace_start(struct cache *c);
+/* Frees what is queued, then stops the thread. */
+void cache_pool_grace_stop(struct cache *c);
 /* Wait up to @ms for @want pages to be available; false if there is not
  * even one at the timeout. */
 bool cache_pool_wait(struct cache *c, unsigned int want, unsigned int ms);

@@ -106,6 +106,72 @@ static void test_destroy_refused_while_mappings_live(void **state)
 	assert_int_equal(cache_destroy(f->c), -EBUSY);
 }
 
+/* An RCU reader that holds its read-side section until told to leave. */
+struct held_reader {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool inside, leave;
+};
+
+static void *hold_reader(void *arg)
+{
+	struct held_reader *r = arg;
+
+	cache_thread_online();
+	rcu_read_lock();
+	pthread_mutex_lock(&r->lock);
+	r->inside = true;
+	pthread_cond_broadcast(&r->cond);
+	while (!r->leave)
+		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+	rcu_read_unlock();
+	cache_thread_offline();
+	return NULL;
+}
+
+/* Freed pages come back only after a grace period: not while a reader that
+ * may still see them is inside its section, and at cache_barrier() once it
+ * has left. */
+static void test_freed_pages_wait_for_readers(void **state)
+{
+	struct fixture *f = *state;
+	struct held_reader r = {PTHREAD_MUTEX_INITIALIZER,
+				PTHREAD_COND_INITIALIZER, false, false};
+	struct cache_page *pages[16];
+	struct cache_stats st;
+	unsigned int got;
+	pthread_t t;
+
+	assert_int_equal(
+		cache_insert_range(f->m, 0, 16, CACHE_NO_MARK, 0, pages, &got),
+		0);
+	assert_int_equal(got, 16);
+	for (unsigned int i = 0; i < got; i++)
+		cache_page_complete(pages[i], 0);
+	assert_int_equal(pthread_create(&t, NULL, hold_reader, &r), 0);
+	pthread_mutex_lock(&r.lock);
+	while (!r.inside)
+		pthread_cond_wait(&r.cond, &r.lock);
+	pthread_mutex_unlock(&r.lock);
+
+	assert_int_equal(cache_mapping_invalidate(f->m, 0, UINT64_MAX), 16);
+	usleep(50 * 1000); /* room for a grace period that would not wait */
+	cache_stats(f->c, &st);
+	assert_int_equal(st.pending_free_bytes, 16 * CACHE_PAGE_SIZE);
+	assert_int_equal(st.used_bytes, 16 * CACHE_PAGE_SIZE);
+
+	pthread_mutex_lock(&r.lock);
+	r.leave = true;
+	pthread_cond_broadcast(&r.cond);
+	pthread_mutex_unlock(&r.lock);
+	pthread_join(t, NULL);
+	cache_barrier(f->c);
+	cache_stats(f->c, &st);
+	assert_int_equal(st.pending_free_bytes, 0);
+	assert_int_equal(st.used_bytes, 0);
+}
+
 static void test_enospc_when_everything_is_under_io(void **state)
 {
 	struct fixture *f = *state;
@@ -379,7 +445,7 @@ static void settle(struct fixture *f, struct cache_stats *st)
 		cache_stats(f->c, st);
 		if (st->used_bytes <= st->low_bytes && !st->pending_free_bytes)
 			return;
-		rcu_barrier();
+		cache_barrier(f->c);
 		usleep(1000);
 	}
 	fail_msg("not settled: used %lu low %lu pending %lu",
@@ -464,7 +530,7 @@ static void test_insert_gets_adjacent_buffers(void **state)
 		/* Evict them all; their buffers come back as one run. */
 		assert_int_equal(cache_mapping_invalidate(f->m, 0, UINT64_MAX),
 				 64);
-		rcu_barrier();
+		cache_barrier(f->c);
 	}
 	assert_int_equal(
 		(uintptr_t)f->c->chunks->buffers %
@@ -487,6 +553,9 @@ int main(void)
 #endif
 		cmocka_unit_test_setup_teardown(
 			test_destroy_refused_while_mappings_live, tiny_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_freed_pages_wait_for_readers, tiny_setup,
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_enospc_when_everything_is_under_io,
