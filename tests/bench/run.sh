@@ -24,6 +24,7 @@
 #             aheadfs-base    the daemon $AHEADFS_BASE with its defaults: an
 #                             earlier build, for a before/after comparison
 #                             in one run
+#             aheadfs-base-OPTS  the same with -o OPTS ('+'-joined)
 #   RUNS      repetitions per cell, targets in a rotated order each time; the
 #             median is reported
 #   PROFILES  device profiles, comma list (default fast,iops):
@@ -221,7 +222,7 @@ for t in "${tlist[@]}"; do
 	case $t in
 	bindfs) need 'command -v bindfs' bindfs || target_why[$t]="bindfs not installed" ;;
 	mergerfs) need 'command -v mergerfs' mergerfs || target_why[$t]="mergerfs not installed" ;;
-	aheadfs-base) [ -x "${AHEADFS_BASE:-}" ] ||
+	aheadfs-base | aheadfs-base-*) [ -x "${AHEADFS_BASE:-}" ] ||
 		{ echo "run.sh: target aheadfs-base needs AHEADFS_BASE, an aheadfs binary" >&2; exit 2; } ;;
 	backing | aheadfs*) ;;
 	*) echo "run.sh: unknown target $t" >&2; exit 2 ;;
@@ -348,6 +349,7 @@ mount_target() { # TARGET LOG: mounts it at $mnt, the daemon in the cell's cgrou
 	aheadfs) (cg_exec "$AHEADFS" -f "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
 	aheadfs-direct) (cg_exec "$AHEADFS" -f -o read_mode=direct "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
 	aheadfs-base) (cg_exec "$AHEADFS_BASE" -f "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
+	aheadfs-base-*) (cg_exec "$AHEADFS_BASE" -f -o "$(tr + , <<<"${t#aheadfs-base-}")" "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
 	aheadfs-*) (cg_exec "$AHEADFS" -f -o "$(tr + , <<<"${t#aheadfs-}")" "$vol/data" "$mnt") 2>>"$log" & daemon=$! ;;
 	esac
 	for _ in $(seq 200); do
