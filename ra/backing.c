@@ -341,13 +341,10 @@ static int64_t resident_pages(int fd, off_t off, size_t len)
 	return again > res ? again : res;
 }
 
-ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
-				 size_t len)
+int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len)
 {
 	uint64_t pages;
 	int64_t res;
-	size_t done = 0;
-	int fd;
 
 	if (!b->probe || !len)
 		return -EAGAIN;
@@ -356,7 +353,17 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
 	res = resident_pages(b->fd, (off_t)off, len);
 	if (res < 0 || (uint64_t)res < pages)
 		return -EAGAIN;
-	fd = b->cached_fd >= 0 ? b->cached_fd : b->fd;
+	return b->cached_fd >= 0 ? b->cached_fd : b->fd;
+}
+
+ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
+				 size_t len)
+{
+	size_t done = 0;
+	int fd = ra_backing_resident_fd(b, off, len);
+
+	if (fd < 0)
+		return fd;
 	while (done < len) {
 		struct iovec iov = {(char *)buf + done, len - done};
 		ssize_t n = do_preadv(b, fd, &iov, 1, (off_t)(off + done));

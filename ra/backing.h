@@ -186,6 +186,16 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
 				 size_t len);
 
 /**
+ * ra_backing_resident_fd() - The descriptor ra_backing_read_resident() would
+ * read [@off, @off + @len) from, when the backing's page cache holds every
+ * page of it: for a caller that hands the pages on without reading them
+ * itself (splice).  The same probe; nothing is read.
+ * Context: Any thread; the descriptor is valid while @b lives.
+ * Return: the descriptor, or -EAGAIN as ra_backing_read_resident().
+ */
+int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len);
+
+/**
  * ra_backing_queue() - Queue @nr LOCKED pages (an async window) to @pool as
  * one RA_PRIO_ASYNC work item that a worker reads with ra_backing_read().
  * @file: dedupe key (the mapping), or NULL; the item's range is

@@ -443,6 +443,11 @@ ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
 	return ra_backing_read_resident(f->b, buf, off, len);
 }
 
+int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len)
+{
+	return ra_backing_resident_fd(f->b, off, len);
+}
+
 void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr)
 {
 	__atomic_store_n(&st->prev_index, index + (nr ? nr : 1) - 1,

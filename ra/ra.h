@@ -399,6 +399,15 @@ ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
 			      size_t len);
 
 /**
+ * ra_file_resident_fd() - The backing descriptor that reads [@off, @off +
+ * @len) from the backing's page cache, when it holds every page of it: for a
+ * caller that splices the pages into its reply instead of copying them
+ * (ra_backing_resident_fd(), backing.h).  Valid while @f lives.
+ * Return: the descriptor, or -EAGAIN as ra_file_read_resident().
+ */
+int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len);
+
+/**
  * ra_file_advise() - Apply @advice to @f (bytes @off, @len; @len 0 = to
  * the end of the file).  NORMAL, SEQUENTIAL and RANDOM last until the next
  * call; WILLNEED queues the range as readahead (in windows of the cap);

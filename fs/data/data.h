@@ -191,6 +191,7 @@ struct afs_ahead {
 	uint64_t uncached_reads; /* __atomic: reads served around the cache */
 	/* __atomic: reads served from the backing's page cache (read.c) */
 	uint64_t resident_reads;
+	uint64_t resident_spliced; /* __atomic: of those, spliced (read.c) */
 	uint64_t revalidations; /* __atomic: changes behind the mount seen */
 	struct afs_pressure *pressure; /* pressure.h; NULL: no cgroup limit */
 	uint64_t demand_misses; /* __atomic: reads that missed (not hits) */
@@ -258,6 +259,7 @@ struct afs_fcache {
 	uint64_t changes; /* __atomic: changes behind the mount seen */
 	uint64_t uncached_reads; /* __atomic */
 	uint64_t resident_reads; /* __atomic */
+	uint64_t resident_spliced; /* __atomic */
 	uint64_t revalidations; /* __atomic */
 	uint64_t refs; /* under a->files_lock */
 	struct afs_fcache *next; /* hash chain, a->files_lock */
@@ -614,6 +616,16 @@ void afs_handle_destroy(struct afs_handle *h);
 typedef int (*afs_read_reply_fn)(void *ctx, const struct iovec *iov, int n);
 
 /**
+ * afs_read_reply_fd_fn - Hands a read's data to the reader as @len bytes of
+ * @fd at @off, moved by reference (splice: the pages of the backing's page
+ * cache go into the reply with no copy through the daemon).  A read short
+ * at the EOF replies with what there is; a backing error fails the read.
+ * Return: 0, or -errno as afs_read_reply_fn.
+ */
+typedef int (*afs_read_reply_fd_fn)(void *ctx, int fd, uint64_t off,
+				    size_t len);
+
+/**
  * afs_read_wait_fn - The reader is about to wait for pages under I/O with
  * @wc (non-NULL), or has stopped waiting (@wc NULL).  The adapter lets an
  * interrupt call cache_wait_cancel(@wc) meanwhile.
@@ -630,6 +642,9 @@ typedef void (*afs_read_wait_fn)(void *ctx, struct cache_wait_cancel *wc);
  *		the reader keeps its own copy (the kernel's page cache), so
  *		the pages become history.
  * @reply, @wait, @ctx: the callbacks (@wait may be NULL).
+ * @reply_fd:	NULL, or the reply for reads the backing's page cache holds
+ *		whole, taken for lengths in [@fd_min, @fd_max] (what the
+ *		adapter's splice moves without a copy or an allocation).
  */
 struct afs_read {
 	struct afs_fcache *fc;
@@ -637,6 +652,8 @@ struct afs_read {
 	int fd;
 	bool keep_data;
 	afs_read_reply_fn reply;
+	afs_read_reply_fd_fn reply_fd;
+	size_t fd_min, fd_max;
 	afs_read_wait_fn wait;
 	void *ctx;
 };

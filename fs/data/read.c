@@ -89,30 +89,55 @@ static int read_backing(const struct afs_read *r, size_t size, uint64_t off)
  * Return: 1 when not every page is resident (go on), 0 after replying, or
  * the backing's -errno.
  */
-static int read_resident(struct afs_ahead *a, const struct afs_read *r,
-			 struct ra_file *raf, struct ra_state *ra, uint64_t off,
-			 uint64_t end)
+static void note_resident(struct afs_ahead *a, const struct afs_read *r,
+			  struct ra_state *ra, uint64_t off, size_t n,
+			  bool spliced)
 {
-	char *buf = afs_thread_buf(end - off);
-	ssize_t n;
-
-	if (!buf)
-		return 1;
-	n = ra_file_read_resident(raf, buf, off, end - off);
-	if (n == -EAGAIN)
-		return 1;
-	if (n < 0)
-		return (int)n;
 	if (n > 0) {
 		uint64_t first = off >> PAGE_SHIFT;
-		uint64_t last = (off + (uint64_t)n - 1) >> PAGE_SHIFT;
+		uint64_t last = (off + n - 1) >> PAGE_SHIFT;
 
 		cache_note_given(r->fc->map, first, last);
 		ra_note_read(ra, first, last - first + 1);
 	}
 	__atomic_add_fetch(&r->fc->resident_reads, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&a->resident_reads, 1, __ATOMIC_RELAXED);
-	/* Last: the reader may close the file once it has its data. */
+	if (spliced) {
+		__atomic_add_fetch(&r->fc->resident_spliced, 1,
+				   __ATOMIC_RELAXED);
+		__atomic_add_fetch(&a->resident_spliced, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static int read_resident(struct afs_ahead *a, const struct afs_read *r,
+			 struct ra_file *raf, struct ra_state *ra, uint64_t off,
+			 uint64_t end)
+{
+	size_t len = end - off;
+	char *buf;
+	ssize_t n;
+
+	/* Spliced: the backing's pages go into the reply by reference, one
+	 * copy (the kernel's, into the mount's page cache) instead of two. */
+	if (r->reply_fd && len >= r->fd_min && len <= r->fd_max) {
+		int fd = ra_file_resident_fd(raf, off, len);
+
+		if (fd < 0)
+			return 1;
+		note_resident(a, r, ra, off, len, true);
+		/* Last: the reader may close the file once it has its data. */
+		r->reply_fd(r->ctx, fd, off, len);
+		return 0;
+	}
+	buf = afs_thread_buf(len);
+	if (!buf)
+		return 1;
+	n = ra_file_read_resident(raf, buf, off, len);
+	if (n == -EAGAIN)
+		return 1;
+	if (n < 0)
+		return (int)n;
+	note_resident(a, r, ra, off, (size_t)n, false);
 	reply_buf(r, buf, (size_t)n);
 	return 0;
 }

@@ -22,11 +22,12 @@
  * How: the read hook notes the INIT request (its unique and the kernel's
  * flags); the writev hook, seeing the reply to it, adds the flag when the
  * kernel offered it.  Every other request and reply passes untouched (one
- * predictable branch).  Only the session's thread reads INIT, before any
+ * predictable branch); spliced replies pass through their own hook.  Only the session's thread reads INIT, before any
  * other request exists, so the two words below need no lock; they are
  * __atomic for the threads that read them later.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/fuse.h>
 #include <stddef.h>
 #include <sys/uio.h>
@@ -89,11 +90,23 @@ static ssize_t devio_writev(int fd, struct iovec *iov, int count,
 	return writev(fd, iov, count);
 }
 
+/* Spliced replies (reads the backing's page cache holds, ops_io.c
+ * read_reply_fd()) pass untouched; with no hook here libfuse would offer
+ * no splice at all under custom I/O. */
+static ssize_t devio_splice_send(int fdin, off_t *offin, int fdout,
+				 off_t *offout, size_t len, unsigned int flags,
+				 void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
 int afs_devio_install(struct fuse_session *se)
 {
 	static const struct fuse_custom_io io = {
 		.read = devio_read,
 		.writev = devio_writev,
+		.splice_send = devio_splice_send,
 	};
 	int rc = fuse_session_custom_io(se, &io, fuse_session_fd(se));
 

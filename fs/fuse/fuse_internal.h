@@ -47,6 +47,9 @@ struct afs_fs {
 	/* __atomic: write-only opens get FOPEN_DIRECT_IO (-o wronly_io=,
 	 * ops_io.c finish_open()) */
 	bool wronly_direct;
+	/* __atomic, set at init: reads the backing's page cache holds whole
+	 * are spliced into the reply up to this length (0: never; ops_io.c) */
+	size_t splice_max;
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */

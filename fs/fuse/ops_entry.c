@@ -217,6 +217,35 @@ static void reply_entry(fuse_req_t req, struct fuse_entry_param *e)
 		afs_itable_forget(&afs_req_fs(req)->itable, e->ino, 1);
 }
 
+/*
+ * The longest read reply libfuse can splice.  It splices through a per-thread
+ * pipe that it grows to the reply plus three pages (F_SETPIPE_SZ, rounded up
+ * to a power of two pages); one it cannot grow far enough makes it copy the
+ * data into a buffer it allocates for that reply.  Past the system's
+ * pipe-max-size only a daemon with CAP_SYS_RESOURCE may grow a pipe, so the
+ * largest size a pipe takes here, less four pages, bounds what is spliced.
+ * Return: that length, or 0 when no pipe can hold the smallest reply.
+ */
+static size_t splice_reply_max(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t sz = 2 * (size_t)AFS_DATA_MAX_REQUEST;
+	size_t max = 0;
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC))
+		return 0;
+	for (; sz >= 8 * page; sz /= 2) {
+		if (fcntl(p[0], F_SETPIPE_SZ, (int)sz) >= 0) {
+			max = sz - 4 * page;
+			break;
+		}
+	}
+	close(p[0]);
+	close(p[1]);
+	return max > AFS_DATA_MAX_REQUEST ? AFS_DATA_MAX_REQUEST : max;
+}
+
 void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct afs_fs *fs = userdata;
@@ -227,7 +256,9 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	 * protocol (libfuse 3.14 never passes FUSE_CAP_HANDLE_KILLPRIV on to
 	 * the kernel), the second one where the kernel offers it (devio.c;
 	 * without it the kernel sends the SETATTR that clears suid/sgid, see
-	 * kill_bits()); no splice (replies come from the cache's pages).
+	 * kill_bits()); no splice of requests or moved pages (replies come
+	 * from the cache's pages), but spliced replies for reads the
+	 * backing's page cache holds (ops_io.c read_reply_fd()).
 	 * Async reads stay on:
 	 * the kernel's readahead then runs in the background instead of
 	 * one request at a time per reader, and the cache orders nothing by
@@ -237,6 +268,13 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	if (capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	if ((capable & FUSE_CAP_SPLICE_WRITE) && conn->proto_minor >= 14) {
+		size_t max = splice_reply_max();
+
+		if (max)
+			conn->want |= FUSE_CAP_SPLICE_WRITE;
+		__atomic_store_n(&fs->splice_max, max, __ATOMIC_RELEASE);
+	}
 	/* Writeback: the kernel keeps dirty pages and its own size and
 	 * times, and writes whole pages later (docs/tuning.md). */
 	if (fs->ahead->cfg.write_mode == AFS_WRITE_BACK) {
@@ -296,9 +334,12 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 				"7.%u)",
 				conn->proto_minor, AFS_WRONLY_DIRECT_MINOR);
 	}
-	afs_log(LOG_INFO, "serving %s on %s (protocol 7.%u, max_write %u%s%s)",
+	afs_log(LOG_INFO,
+		"serving %s on %s (protocol 7.%u, max_write %u, spliced "
+		"replies up to %zu KiB%s%s)",
 		fs->opts->source_real, fs->opts->mountpoint_real,
 		conn->proto_minor, conn->max_write,
+		conn->want & FUSE_CAP_SPLICE_WRITE ? fs->splice_max >> 10 : 0,
 		conn->want & FUSE_CAP_POSIX_ACL ? ", posix_acl" : "",
 		conn->want & FUSE_CAP_WRITEBACK_CACHE ? ", writeback" : "");
 }

@@ -479,6 +479,24 @@ static int read_reply(void *ctx, const struct iovec *iov, int n)
 	return fuse_reply_iov(ctx, iov, n);
 }
 
+/* libfuse splices replies of two pages or more (shorter ones it copies into
+ * a buffer it allocates); the longest is fs->splice_max. */
+#define SPLICE_REPLY_MIN (2 * 4096)
+
+/* Resident data, spliced: the pages of the backing's page cache go through
+ * the thread's pipe into the reply by reference; the kernel's copy into the
+ * mount's page cache is the only one.  An error or a short count at the EOF
+ * libfuse turns into the reply itself. */
+static int read_reply_fd(void *ctx, int fd, uint64_t off, size_t len)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	bv.buf[0].fd = fd;
+	bv.buf[0].pos = (off_t)off;
+	return fuse_reply_data(ctx, &bv, 0);
+}
+
 static void read_interrupted(fuse_req_t req, void *data)
 {
 	cache_wait_cancel(data);
@@ -510,6 +528,10 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			.fd = t.fd,
 			.keep_data = t.keep_data,
 			.reply = read_reply,
+			.reply_fd = read_reply_fd,
+			.fd_min = SPLICE_REPLY_MIN,
+			.fd_max = __atomic_load_n(&fs->splice_max,
+						  __ATOMIC_ACQUIRE),
 			.wait = read_wait,
 			.ctx = req,
 		};

@@ -65,6 +65,8 @@
 	  "reads served from the backing around the cache")                    \
 	X(, resident_reads, COUNTER,                                           \
 	  "reads served from the backing's page cache, around the cache")      \
+	X(, resident_spliced, COUNTER,                                         \
+	  "of those, spliced into the reply (no copy through the daemon)")     \
 	X(, revalidations, COUNTER, "files found changed behind the mount")
 
 /* user.aheadfs.stats of a regular file. */

@@ -273,6 +273,7 @@ static void collect_file(const struct afs_xattr_target *t,
 	file_streams(&s->_streams, &rs);
 	s->_uncached_reads = fr.uncached_reads;
 	s->_resident_reads = fr.resident_reads;
+	s->_resident_spliced = fr.resident_spliced;
 	s->_revalidations = fr.revalidations;
 }
 
@@ -362,6 +363,7 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->writes_direct_refused = ar.direct.refused;
 	s->_uncached_reads = ar.uncached_reads;
 	s->_resident_reads = ar.resident_reads;
+	s->_resident_spliced = ar.resident_spliced;
 	s->_revalidations = ar.revalidations;
 }
 

@@ -32,7 +32,8 @@ struct afs_stats_fref {
 	struct cache_mapping *map;
 	struct ra_file *raf;
 	uint64_t size; /* the EOF reads are clipped to */
-	uint64_t uncached_reads, resident_reads, revalidations;
+	uint64_t uncached_reads, resident_reads, resident_spliced;
+	uint64_t revalidations;
 };
 
 /** afs_stats_fref() - @t's file state (@t a regular file).  Context: any. */
@@ -49,7 +50,8 @@ struct afs_stats_aref {
 	const struct afs_ahead_config *cfg; /* in force */
 	struct timespec started; /* CLOCK_MONOTONIC */
 	time_t started_wall;
-	uint64_t uncached_reads, resident_reads, revalidations;
+	uint64_t uncached_reads, resident_reads, resident_spliced;
+	uint64_t revalidations;
 	struct afs_pressure_stats pressure;
 	uint64_t idle, idle_max, revived, revived_changed, idle_dropped;
 	struct afs_warm_counters warm;

@@ -59,6 +59,8 @@ void afs_stats_fref(const struct afs_xattr_target *t,
 		__atomic_load_n(&fc->uncached_reads, __ATOMIC_RELAXED);
 	out->resident_reads =
 		__atomic_load_n(&fc->resident_reads, __ATOMIC_RELAXED);
+	out->resident_spliced =
+		__atomic_load_n(&fc->resident_spliced, __ATOMIC_RELAXED);
 	out->revalidations =
 		__atomic_load_n(&fc->revalidations, __ATOMIC_RELAXED);
 }
@@ -75,6 +77,8 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 		__atomic_load_n(&a->uncached_reads, __ATOMIC_RELAXED);
 	out->resident_reads =
 		__atomic_load_n(&a->resident_reads, __ATOMIC_RELAXED);
+	out->resident_spliced =
+		__atomic_load_n(&a->resident_spliced, __ATOMIC_RELAXED);
 	out->revalidations =
 		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
 	afs_pressure_stats(a->pressure, &out->pressure);

@@ -9,12 +9,15 @@
 #      them within seconds on some VMs): read through a fresh mount, the device reads nothing (under
 #      1 MiB of 32) and the bytes are the file's.  Kernel mode serves the
 #      reads straight from the backing's page cache (resident_reads, no page
-#      inserted into aheadfs's cache, the file's pages all history after);
+#      inserted into aheadfs's cache, the file's pages all history after),
+#      most of them spliced into the reply (resident_spliced: the kernel's
+#      readahead asks for 128 KiB and more);
 #      direct mode reads them into its cache from there
 #      (backing.cached_reads, cached_bytes of at least the file);
 #   2. the same file after drop_caches and a remount: the device reads at
 #      least the file and cached_reads stays 0 -- the probe did not mistake
 #      a cold file for a resident one.
+#   3. an odd-sized resident file in kernel mode: spliced to its last byte.
 # Skipped where the kernel has no cachestat(2) (before 6.5).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -44,19 +47,25 @@ for mode in kernel direct; do
 	cr=$(ac_get "$s" backing.cached_reads)
 	cb=$(ac_get "$s" backing.cached_bytes)
 	rr=$(ac_get "$s" resident_reads)
+	rs=$(ac_get "$s" resident_spliced)
 	ins=$(ac_get "$s" cache.inserted)
 	hist=$(ac_get "$s" cache.history_pages)
 	echo "$mode hot: device read $(((s1 - s0) / 2)) KiB, cached_reads $cr," \
-		"cached_bytes $((cb >> 20)) MiB, resident_reads $rr, inserted $ins," \
+		"cached_bytes $((cb >> 20)) MiB, resident_reads $rr (spliced $rs)," \
+		"inserted $ins," \
 		"history $hist"
 	[ $(((s1 - s0) / 2)) -lt 1024 ] ||
 		afs_fail "$mode: the device read $(((s1 - s0) / 2)) KiB of a resident file"
 	if [ "$mode" = kernel ]; then
 		[ "$rr" -gt 0 ] || afs_fail "kernel: no read served from the page cache"
+		# The kernel's readahead asks for 128 KiB and more: spliced.
+		[ "$rs" -gt 0 ] && [ "$rs" -ge $((rr / 2)) ] ||
+			afs_fail "kernel: $rs of $rr resident reads spliced"
 		[ "$ins" = 0 ] || afs_fail "kernel: $ins pages of a resident file cached again"
 		[ "$hist" = 8192 ] || afs_fail "kernel: history $hist, not the file's 8192 pages"
 	else
 		[ "$rr" = 0 ] || afs_fail "direct: $rr reads went around the cache"
+		[ "$rs" = 0 ] || afs_fail "direct: $rs reads spliced"
 		[ "$cr" -gt 0 ] || afs_fail "direct: no read counted as cached"
 		[ "$cb" -ge $((32 << 20)) ] || afs_fail "direct: cached_bytes $cb"
 	fi
@@ -79,4 +88,19 @@ for mode in kernel direct; do
 	[ "$rr" = 0 ] || afs_fail "$mode: $rr reads of a cold file served as resident"
 	afs_umount
 done
+# 3. A resident file whose size ends inside a page (kernel mode): the last
+#    reply, clipped at the EOF, is spliced as well, and every byte is right.
+head -c $((5 * 1048576 + 1000)) /dev/urandom >"$AFS_WORK/odd"
+cp "$AFS_WORK/odd" "$AFS_SRC/odd"
+sync
+ac_pin "$AFS_SRC/odd"
+afs_mount
+cmp "$AFS_MNT/odd" "$AFS_WORK/odd" || afs_fail "odd-sized resident file: wrong bytes"
+s=$(ac_stats "$AFS_MNT/odd")
+rr=$(ac_get "$s" resident_reads)
+rs=$(ac_get "$s" resident_spliced)
+echo "odd-sized: resident_reads $rr (spliced $rs)"
+[ "$rs" -gt 0 ] || afs_fail "odd-sized: no resident read spliced"
+afs_umount
+ac_unpin
 echo "cache_resident: ok"

@@ -133,7 +133,7 @@ struct reply {
 	struct afs_fcache *fc; /* set: check that iovecs point into pages */
 	uint64_t off; /* of the next byte */
 	uint64_t bytes;
-	int calls, iovs;
+	int calls, iovs, fd_calls;
 	bool bad, from_pages;
 	bool cancel; /* the wait hook cancels at once (an interrupt) */
 	int waits;
@@ -165,6 +165,31 @@ static int reply_check(void *ctx, const struct iovec *iov, int n)
 				r->bad = true;
 		r->bytes += iov[v].iov_len;
 	}
+	return 0;
+}
+
+/* A spliced reply, as the adapter's: the bytes are read from @fd at @off
+ * here (the test stands where the kernel's pipe would). */
+static int reply_fd_check(void *ctx, int fd, uint64_t off, size_t len)
+{
+	struct reply *r = ctx;
+	static uint8_t b[256 * PAGE];
+	ssize_t n;
+
+	r->fd_calls++;
+	if (off != r->off || len > sizeof(b)) {
+		r->bad = true;
+		return -EINVAL;
+	}
+	n = pread(fd, b, len, (off_t)off);
+	if (n != (ssize_t)len) {
+		r->bad = true;
+		return -EIO;
+	}
+	for (size_t i = 0; i < len; i++, r->off++)
+		if (b[i] != pattern(r->off))
+			r->bad = true;
+	r->bytes += len;
 	return 0;
 }
 
@@ -434,6 +459,83 @@ static void test_resident_read_around_cache(void **state)
 	rcu_read_lock();
 	assert_non_null(cache_lookup_rcu(fx->fc->map, 256));
 	rcu_read_unlock();
+	ra_state_destroy(&st);
+}
+
+/* With a spliced reply on offer, a resident read of a length the adapter
+ * takes goes to it (the descriptor and the range, nothing read here);
+ * shorter and longer ones are read into the thread's buffer as before.
+ * Both count as resident reads, only the first as spliced. */
+static void test_resident_read_spliced(void **state)
+{
+	struct fixture *fx = *state;
+	static char buf[NPAGES * PAGE];
+	struct ra_state st;
+	struct {
+		uint64_t off;
+		size_t size;
+		bool spliced;
+	} cases[] = {
+		{0, 16 * PAGE, true}, /* in [fd_min, fd_max] */
+		{16 * PAGE, PAGE, false}, /* shorter than fd_min */
+		{32 * PAGE, 128 * PAGE, false}, /* longer than fd_max */
+		{200 * PAGE + 100, 2 * PAGE, true}, /* unaligned */
+	};
+	uint64_t spliced = 0;
+
+	if (resident(fx->fd, 0, PAGE) < 0)
+		skip();
+	ra_state_init(&st);
+	assert_int_equal(pread(fx->fd, buf, sizeof(buf), 0),
+			 (ssize_t)sizeof(buf));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct reply r = {0};
+		struct afs_read rd = {.fc = fx->fc,
+				      .ra = &st,
+				      .fd = fx->fd,
+				      .reply = reply_check,
+				      .reply_fd = reply_fd_check,
+				      .fd_min = 2 * PAGE,
+				      .fd_max = 64 * PAGE,
+				      .ctx = &r};
+
+		r.off = cases[i].off;
+		assert_int_equal(resident(fx->fd, cases[i].off, cases[i].size),
+				 1);
+		assert_int_equal(
+			afs_data_read(fx->a, &rd, cases[i].off, cases[i].size),
+			0);
+		assert_int_equal(r.bytes, cases[i].size);
+		assert_false(r.bad);
+		assert_int_equal(r.fd_calls, cases[i].spliced ? 1 : 0);
+		assert_int_equal(r.calls, cases[i].spliced ? 0 : 1);
+		spliced += cases[i].spliced;
+		assert_int_equal(fx->fc->resident_reads, i + 1);
+		assert_int_equal(fx->fc->resident_spliced, spliced);
+		assert_int_equal(fx->a->resident_spliced, spliced);
+	}
+	/* Not resident: no splice offered to the adapter, the cache reads. */
+	{
+		struct reply r = {0};
+		struct afs_read rd = {.fc = fx->fc,
+				      .ra = &st,
+				      .fd = fx->fd,
+				      .reply = reply_check,
+				      .reply_fd = reply_fd_check,
+				      .fd_min = 2 * PAGE,
+				      .fd_max = 64 * PAGE,
+				      .ctx = &r};
+
+		drop_page_cache(fx);
+		r.off = 300 * PAGE;
+		assert_int_equal(
+			afs_data_read(fx->a, &rd, 300 * PAGE, 8 * PAGE), 0);
+		assert_int_equal(r.bytes, 8 * PAGE);
+		assert_false(r.bad);
+		assert_int_equal(r.fd_calls, 0);
+		assert_int_equal(fx->fc->resident_spliced, spliced);
+		settle(fx);
+	}
 	ra_state_destroy(&st);
 }
 
@@ -892,6 +994,7 @@ int main(void)
 						setup_small_file, teardown),
 		T(test_handed_over_pages_become_history),
 		T(test_resident_read_around_cache),
+		T(test_resident_read_spliced),
 		T(test_cancelled_wait),
 		T(test_mark_in_flight_acted_on_first),
 		T(test_backing_error),

@@ -89,9 +89,11 @@ static int setup_size(void **state, uint64_t size)
 	/* Counters the renderers must show as they are. */
 	fx->a->uncached_reads = 5;
 	fx->a->resident_reads = 7;
+	fx->a->resident_spliced = 2;
 	fx->a->revalidations = 6;
 	fx->fc->uncached_reads = 3;
 	fx->fc->resident_reads = 8;
+	fx->fc->resident_spliced = 1;
 	fx->fc->revalidations = 4;
 
 	fx->file = (struct afs_xattr_target){.is_reg = true,
@@ -258,7 +260,8 @@ static const struct key_spec file_top[] = {
 	{"file", 'o'},		 {"cache", 'o'},
 	{"backing", 'o'},	 {"readahead", 'o'},
 	{"streams", 'a'},	 {"uncached_reads", 'i'},
-	{"resident_reads", 'i'}, {"revalidations", 'i'},
+	{"resident_reads", 'i'}, {"resident_spliced", 'i'},
+	{"revalidations", 'i'},
 };
 static const struct key_spec file_file[] = {
 	{"ino", 'i'}, {"size", 'i'}, {"pages", 'i'}};
@@ -299,13 +302,21 @@ static const struct key_spec stream_keys[] = {
 	{"cap", 'i'},	{"windows", 'i'}, {"thrash", 'i'}, {"waste", 'i'},
 };
 static const struct key_spec root_top[] = {
-	{"version", 's'},	 {"uptime_s", 'i'},
-	{"started", 's'},	 {"options", 'o'},
-	{"cache", 'o'},		 {"memory", 'o'},
-	{"backing", 'o'},	 {"readahead", 'o'},
-	{"files", 'o'},		 {"warm", 'o'},
-	{"watch", 'o'},		 {"writes", 'o'},
-	{"uncached_reads", 'i'}, {"resident_reads", 'i'},
+	{"version", 's'},
+	{"uptime_s", 'i'},
+	{"started", 's'},
+	{"options", 'o'},
+	{"cache", 'o'},
+	{"memory", 'o'},
+	{"backing", 'o'},
+	{"readahead", 'o'},
+	{"files", 'o'},
+	{"warm", 'o'},
+	{"watch", 'o'},
+	{"writes", 'o'},
+	{"uncached_reads", 'i'},
+	{"resident_reads", 'i'},
+	{"resident_spliced", 'i'},
 	{"revalidations", 'i'},
 };
 static const struct key_spec root_writes[] = {
@@ -477,6 +488,7 @@ static void test_file_stats(void **state)
 	assert_true(ival(s->child, "windows") > 1);
 	assert_int_equal(ival(root, "uncached_reads"), 3);
 	assert_int_equal(ival(root, "resident_reads"), 8);
+	assert_int_equal(ival(root, "resident_spliced"), 1);
 	assert_int_equal(ival(root, "revalidations"), 4);
 	json_doc_free(doc);
 	free(text);
@@ -577,6 +589,7 @@ static void test_root_stats(void **state)
 	CHECK(json_get(root, "warm"), root_warm);
 	assert_int_equal(ival(root, "uncached_reads"), 5);
 	assert_int_equal(ival(root, "resident_reads"), 7);
+	assert_int_equal(ival(root, "resident_spliced"), 2);
 	assert_int_equal(ival(root, "revalidations"), 6);
 	json_doc_free(doc);
 	free(text);
