@@ -285,6 +285,7 @@ rows=(
 	"hot|none|hot 4 KiB (file already cached)|seq --bs 4K"
 	"floor|none|floor: random 8 KiB, the file in the backing's page cache|random --bs 8K --count 20000"
 	"floor|none|floor: open per request, 2 threads × 11 KiB, the file in the backing's page cache|per-request --threads 2 --bs 11K"
+	"floor|none|floor: seq 128 KiB, the file in the backing's page cache|seq --bs 128K"
 	"floor|none|floor: 2 threads, one fd, 11 KiB, the file in the backing's page cache|shared-fd --threads 2 --bs 11K"
 	"floor|none|floor: interleaved 4 streams, 8 KiB, the file in the backing's page cache|interleave --streams 4 --bs 8K"
 	"big|none|big file stream, no memory limit|seq --bs 128K --tenths 1"
