@@ -462,6 +462,23 @@ static void test_resident_read_around_cache(void **state)
 	ra_state_destroy(&st);
 }
 
+/* A kernel-mode read with a spliced reply on offer for 2 to 64 pages. */
+static int spliced_read(struct fixture *fx, struct ra_state *st, uint64_t off,
+			size_t size, struct reply *out)
+{
+	struct afs_read rd = {.fc = fx->fc,
+			      .ra = st,
+			      .fd = fx->fd,
+			      .reply = reply_check,
+			      .reply_fd = reply_fd_check,
+			      .fd_min = 2 * PAGE,
+			      .fd_max = 64 * PAGE,
+			      .ctx = out};
+
+	out->off = off;
+	return afs_data_read(fx->a, &rd, off, size);
+}
+
 /* With a spliced reply on offer, a resident read of a length the adapter
  * takes goes to it (the descriptor and the range, nothing read here);
  * shorter and longer ones are read into the thread's buffer as before.
@@ -490,20 +507,11 @@ static void test_resident_read_spliced(void **state)
 			 (ssize_t)sizeof(buf));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct reply r = {0};
-		struct afs_read rd = {.fc = fx->fc,
-				      .ra = &st,
-				      .fd = fx->fd,
-				      .reply = reply_check,
-				      .reply_fd = reply_fd_check,
-				      .fd_min = 2 * PAGE,
-				      .fd_max = 64 * PAGE,
-				      .ctx = &r};
 
-		r.off = cases[i].off;
 		assert_int_equal(resident(fx->fd, cases[i].off, cases[i].size),
 				 1);
 		assert_int_equal(
-			afs_data_read(fx->a, &rd, cases[i].off, cases[i].size),
+			spliced_read(fx, &st, cases[i].off, cases[i].size, &r),
 			0);
 		assert_int_equal(r.bytes, cases[i].size);
 		assert_false(r.bad);
@@ -517,19 +525,10 @@ static void test_resident_read_spliced(void **state)
 	/* Not resident: no splice offered to the adapter, the cache reads. */
 	{
 		struct reply r = {0};
-		struct afs_read rd = {.fc = fx->fc,
-				      .ra = &st,
-				      .fd = fx->fd,
-				      .reply = reply_check,
-				      .reply_fd = reply_fd_check,
-				      .fd_min = 2 * PAGE,
-				      .fd_max = 64 * PAGE,
-				      .ctx = &r};
 
 		drop_page_cache(fx);
-		r.off = 300 * PAGE;
 		assert_int_equal(
-			afs_data_read(fx->a, &rd, 300 * PAGE, 8 * PAGE), 0);
+			spliced_read(fx, &st, 300 * PAGE, 8 * PAGE, &r), 0);
 		assert_int_equal(r.bytes, 8 * PAGE);
 		assert_false(r.bad);
 		assert_int_equal(r.fd_calls, 0);
