@@ -48,8 +48,10 @@ struct afs_fs {
 	 * ops_io.c finish_open()) */
 	bool wronly_direct;
 	/* __atomic, set at init: reads the backing's page cache holds whole
-	 * are spliced into the reply up to this length (0: never; ops_io.c) */
-	size_t splice_max;
+	 * are spliced into the reply from splice_min (libfuse copies shorter
+	 * ones into a buffer it allocates) up to splice_max (0: never;
+	 * ops_io.c read_reply_fd()) */
+	size_t splice_min, splice_max;
 	const struct afs_opts *opts;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */

@@ -273,6 +273,10 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 
 		if (max)
 			conn->want |= FUSE_CAP_SPLICE_WRITE;
+		/* libfuse's own threshold: two pages */
+		__atomic_store_n(&fs->splice_min,
+				 2 * (size_t)sysconf(_SC_PAGESIZE),
+				 __ATOMIC_RELAXED);
 		__atomic_store_n(&fs->splice_max, max, __ATOMIC_RELEASE);
 	}
 	/* Writeback: the kernel keeps dirty pages and its own size and

@@ -479,10 +479,6 @@ static int read_reply(void *ctx, const struct iovec *iov, int n)
 	return fuse_reply_iov(ctx, iov, n);
 }
 
-/* libfuse splices replies of two pages or more (shorter ones it copies into
- * a buffer it allocates); the longest is fs->splice_max. */
-#define SPLICE_REPLY_MIN (2 * 4096)
-
 /* Resident data, spliced: the pages of the backing's page cache go through
  * the thread's pipe into the reply by reference; the kernel's copy into the
  * mount's page cache is the only one.  An error or a short count at the EOF
@@ -529,9 +525,10 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			.keep_data = t.keep_data,
 			.reply = read_reply,
 			.reply_fd = read_reply_fd,
-			.fd_min = SPLICE_REPLY_MIN,
 			.fd_max = __atomic_load_n(&fs->splice_max,
 						  __ATOMIC_ACQUIRE),
+			.fd_min = __atomic_load_n(&fs->splice_min,
+						  __ATOMIC_RELAXED),
 			.wait = read_wait,
 			.ctx = req,
 		};
