@@ -10,7 +10,8 @@
  *     v
  *   rcu_read_unlock
  *   @miss absent, kernel mode, the whole read in the backing's page cache
- *                -> read it from there into the reply, around the cache
+ *                -> read it from there into the reply (or splice it),
+ *                   around the cache
  *   @miss absent -> ra_sync_miss(): decide, insert the window LOCKED, read
  *                   the reader's own pages, queue the rest
  *   wait for the LOCKED pages of [miss, last] (cancellable through @wait)
@@ -74,21 +75,7 @@ static int read_backing(const struct afs_read *r, size_t size, uint64_t off)
 	return 0;
 }
 
-/*
- * A kernel-mode miss on [@off, @end) whose every page the backing's page
- * cache holds (data another process just wrote or read): read it from
- * there straight into the reply, as a plain passthrough does -- no cache
- * pages, no window.  aheadfs's copy would be dropped to history at the
- * reply anyway (the kernel keeps its own), so staging it would cost page
- * allocation, a tree insertion and the workers' pass over the bytes for
- * nothing, and there is nothing to read ahead of data already in memory.
- * The slots become history (what the reply gives the kernel) and the read
- * is noted, so a stream that runs on into data the page cache lacks gets
- * its windows (the handle's state, or the context rule for a reader
- * without one).
- * Return: 1 when not every page is resident (go on), 0 after replying, or
- * the backing's -errno.
- */
+/* The bookkeeping of a read served from the backing's page cache. */
 static void note_resident(struct afs_ahead *a, const struct afs_read *r,
 			  struct ra_state *ra, uint64_t off, size_t n,
 			  bool spliced)
@@ -109,6 +96,22 @@ static void note_resident(struct afs_ahead *a, const struct afs_read *r,
 	}
 }
 
+/*
+ * A kernel-mode miss on [@off, @end) whose every page the backing's page
+ * cache holds (data another process just wrote or read): read it from
+ * there straight into the reply, as a plain passthrough does -- no cache
+ * pages, no window; a length @r->reply_fd takes is spliced, not read.
+ * aheadfs's copy would be dropped to history at the
+ * reply anyway (the kernel keeps its own), so staging it would cost page
+ * allocation, a tree insertion and the workers' pass over the bytes for
+ * nothing, and there is nothing to read ahead of data already in memory.
+ * The slots become history (what the reply gives the kernel) and the read
+ * is noted, so a stream that runs on into data the page cache lacks gets
+ * its windows (the handle's state, or the context rule for a reader
+ * without one).
+ * Return: 1 when not every page is resident (go on), 0 after replying, or
+ * the backing's -errno.
+ */
 static int read_resident(struct afs_ahead *a, const struct afs_read *r,
 			 struct ra_file *raf, struct ra_state *ra, uint64_t off,
 			 uint64_t end)

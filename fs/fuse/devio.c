@@ -22,9 +22,10 @@
  * How: the read hook notes the INIT request (its unique and the kernel's
  * flags); the writev hook, seeing the reply to it, adds the flag when the
  * kernel offered it.  Every other request and reply passes untouched (one
- * predictable branch); spliced replies pass through their own hook.  Only the session's thread reads INIT, before any
- * other request exists, so the two words below need no lock; they are
- * __atomic for the threads that read them later.
+ * predictable branch); spliced replies pass through their own hook.  Only
+ * the session's thread reads INIT, before any other request exists, so the
+ * two words below need no lock; they are __atomic for the threads that read
+ * them later.
  */
 #include <errno.h>
 #include <fcntl.h>
