@@ -71,6 +71,12 @@ struct ra_backing {
 	ra_preadv_fn hook;
 	void *hook_ctx;
 	int refs; /* __atomic */
+	/* Reads that met the file's end (a zeroed tail or zero pages).  Every
+	 * window is cut at the owner's EOF, so a read meets the end only in
+	 * the file's last page -- or where the file shrank behind the owner
+	 * (ra_backing_eofs()).  Release: counted before the pages it zeroed
+	 * complete. */
+	uint64_t eofs;
 	/* Counters: relaxed atomics, also added to *totals when set.  A page
 	 * is counted before it is completed, so whoever saw it complete sees
 	 * it counted. */
@@ -227,6 +233,8 @@ static int read_one(struct ra_backing *b, const struct source *src,
 	CTR_ADD(b, pages_ok, 1);
 	if (r == 0)
 		CTR_ADD(b, pages_eof, 1);
+	if ((size_t)r < RA_IO_PAGE_SIZE)
+		__atomic_fetch_add(&b->eofs, 1, __ATOMIC_RELEASE);
 	b->ops->complete(p, 0);
 	return (size_t)r < RA_IO_PAGE_SIZE ? 1 : 0;
 }
@@ -289,6 +297,7 @@ static int read_piece_from(struct ra_backing *b, const struct source *src,
 		CTR_ADD(b, pages_ok, 1);
 		if (tail == 0)
 			CTR_ADD(b, pages_eof, 1);
+		__atomic_fetch_add(&b->eofs, 1, __ATOMIC_RELEASE);
 		b->ops->complete(pages[done], 0);
 		complete_zero(b, pages, done + 1, n);
 		break;
@@ -339,6 +348,11 @@ static int64_t resident_pages(int fd, off_t off, size_t len)
 		return res;
 	again = cachestat_pages(fd, off, len);
 	return again > res ? again : res;
+}
+
+uint64_t ra_backing_eofs(const struct ra_backing *b)
+{
+	return __atomic_load_n(&b->eofs, __ATOMIC_ACQUIRE);
 }
 
 int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len)

@@ -196,6 +196,16 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
 int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len);
 
 /**
+ * ra_backing_eofs() - How many reads of @b met the file's end (the page
+ * holding it got a zeroed tail, pages after it were completed as zeros).
+ * A caller that cuts its reads at the size it knows sees this move only in
+ * the last page, or when the file shrank: then pages it takes as inside the
+ * file may be zeros, and it should look at the size again.
+ * Context: Any thread; acquire: the pages such a read completed are counted.
+ */
+uint64_t ra_backing_eofs(const struct ra_backing *b);
+
+/**
  * ra_backing_queue() - Queue @nr LOCKED pages (an async window) to @pool as
  * one RA_PRIO_ASYNC work item that a worker reads with ra_backing_read().
  * @file: dedupe key (the mapping), or NULL; the item's range is

@@ -448,6 +448,11 @@ int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len)
 	return ra_backing_resident_fd(f->b, off, len);
 }
 
+uint64_t ra_file_eofs(const struct ra_file *f)
+{
+	return ra_backing_eofs(f->b);
+}
+
 void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr)
 {
 	__atomic_store_n(&st->prev_index, index + (nr ? nr : 1) - 1,

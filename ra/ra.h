@@ -408,6 +408,15 @@ ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
 int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len);
 
 /**
+ * ra_file_eofs() - How many reads of @f's backing file met its end
+ * (ra_backing_eofs(), backing.h): moved by a read of the last page, or of
+ * pages the file no longer has since it shrank behind the owner, who
+ * should then take its size again before serving them.
+ * Context: Any thread.
+ */
+uint64_t ra_file_eofs(const struct ra_file *f);
+
+/**
  * ra_file_advise() - Apply @advice to @f (bytes @off, @len; @len 0 = to
  * the end of the file).  NORMAL, SEQUENTIAL and RANDOM last until the next
  * call; WILLNEED queues the range as readahead (in windows of the cap);

@@ -257,6 +257,9 @@ struct afs_fcache {
 	/* under lock: the run of writes being handed over (behind.c) */
 	uint64_t behind_from, behind_next, behind_bytes;
 	uint64_t changes; /* __atomic: changes behind the mount seen */
+	/* __atomic: ra_file_eofs() when the size was last taken again for it
+	 * (read.c eof_check()) */
+	uint64_t eofs_seen;
 	uint64_t uncached_reads; /* __atomic */
 	uint64_t resident_reads; /* __atomic */
 	uint64_t resident_spliced; /* __atomic */

@@ -159,6 +159,31 @@ static uint64_t refresh_size(const struct afs_read *r)
 }
 
 /*
+ * The size to cut a read at, taken again (refresh_size()) when a backing
+ * read met the file's end since the last look: a read in the last page,
+ * or one that found the file shorter than the size we know -- shrunk
+ * behind the mount with no word (no watcher event, or its pages dropped
+ * without a new identity) -- whose pages past the real end are zeros no
+ * reader may be served.  A size that moved drops every page
+ * (afs_fcache_revalidate()), those zeros with them.  The count is stored
+ * after the size is taken, so a reader that finds it unchanged finds the
+ * new size too.
+ */
+static uint64_t eof_check(const struct afs_read *r, struct ra_file *raf,
+			  uint64_t fsize)
+{
+	uint64_t eofs = ra_file_eofs(raf);
+
+	if (__builtin_expect(eofs == __atomic_load_n(&r->fc->eofs_seen,
+						     __ATOMIC_ACQUIRE),
+			     1))
+		return fsize;
+	fsize = refresh_size(r);
+	__atomic_store_n(&r->fc->eofs_seen, eofs, __ATOMIC_RELEASE);
+	return fsize;
+}
+
+/*
  * The READAHEAD mark of a window whose I/O is in flight: the read stopped
  * at @p (page @idx, LOCKED) and will wait for it.  Clear the first mark
  * among the pages present from @idx to @last and return its index, or
@@ -318,7 +343,7 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		return read_backing(r, size, off);
 	ra = r->ra ? r->ra : &fc->ra;
 	cache_thread_online();
-	fsize = afs_fcache_size(fc);
+	fsize = eof_check(r, raf, afs_fcache_size(fc));
 	end = off + size;
 	if (end > fsize)
 		fsize = refresh_size(r);
@@ -332,8 +357,20 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		goto uncached;
 
 	for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
-		uint64_t last = (end - 1) >> PAGE_SHIFT;
+		uint64_t last;
 
+		if (attempt) {
+			/* What this reader waited for may have met an end
+			 * before @end: the file shrank. */
+			fsize = eof_check(r, raf, fsize);
+			if (off >= fsize) {
+				r->reply(r->ctx, NULL, 0);
+				return 0;
+			}
+			if (end > fsize)
+				end = fsize;
+		}
+		last = (end - 1) >> PAGE_SHIFT;
 		if (!try_reply(r, raf, ra, off, end, &miss, &locked))
 			return 0;
 		if (!counted) {

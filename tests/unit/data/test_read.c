@@ -364,6 +364,37 @@ static void test_grown_behind(void **state)
 	assert_int_equal(afs_fcache_changes(fx->fc), changes + 1);
 }
 
+/* The file shrank behind the mount, with no word to aheadfs: a read the
+ * size it knows still takes as inside the file meets the backing's end.
+ * The pages past it are not served as zeros: the read ends at the new EOF,
+ * which the next reads see too.  (tests/integration/changes.sh once read
+ * zeros through a handle held across such a truncate, its pages dropped.) */
+static void test_shrunk_behind(void **state)
+{
+	struct fixture *fx = *state;
+	struct reply a = {0}, b = {0}, c = {0}, d = {0};
+	uint64_t changes = afs_fcache_changes(fx->fc);
+
+	assert_int_equal(ftruncate(fx->fd, 16 * PAGE), 0);
+	assert_int_equal(afs_fcache_size(fx->fc), NPAGES * PAGE);
+	assert_int_equal(do_read(fx, NULL, 64 * PAGE, 4 * PAGE, true, &a), 0);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(a.bytes, 0);
+	assert_false(a.bad);
+	assert_int_equal(afs_fcache_size(fx->fc), 16 * PAGE);
+	assert_int_equal(afs_fcache_changes(fx->fc), changes + 1);
+	/* A read across the new EOF is cut there; one inside is the data. */
+	assert_int_equal(do_read(fx, NULL, 14 * PAGE, 4 * PAGE, true, &b), 0);
+	assert_int_equal(b.bytes, 2 * PAGE);
+	assert_false(b.bad);
+	assert_int_equal(do_read(fx, NULL, 65 * PAGE, PAGE, true, &c), 0);
+	assert_int_equal(c.bytes, 0);
+	settle(fx);
+	assert_int_equal(do_read(fx, NULL, 0, 16 * PAGE, true, &d), 0);
+	assert_int_equal(d.bytes, 16 * PAGE);
+	assert_false(d.bad);
+}
+
 /* Kernel mode: pages handed to the reader become history. */
 static void test_handed_over_pages_become_history(void **state)
 {
@@ -991,6 +1022,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_grown_behind,
 						setup_small_file, teardown),
+		T(test_shrunk_behind),
 		T(test_handed_over_pages_become_history),
 		T(test_resident_read_around_cache),
 		T(test_resident_read_spliced),
