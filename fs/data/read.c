@@ -343,34 +343,27 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		return read_backing(r, size, off);
 	ra = r->ra ? r->ra : &fc->ra;
 	cache_thread_online();
-	fsize = eof_check(r, raf, afs_fcache_size(fc));
+	fsize = afs_fcache_size(fc);
 	end = off + size;
 	if (end > fsize)
 		fsize = refresh_size(r);
-	if (off >= fsize) {
-		r->reply(r->ctx, NULL, 0);
-		return 0;
-	}
-	if (end > fsize)
-		end = fsize;
-	if (((end - 1) >> PAGE_SHIFT) >= CACHE_INDEX_LIMIT)
-		goto uncached;
 
 	for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
 		uint64_t last;
 
-		if (attempt) {
-			/* What this reader waited for may have met an end
-			 * before @end: the file shrank. */
-			fsize = eof_check(r, raf, fsize);
-			if (off >= fsize) {
-				r->reply(r->ctx, NULL, 0);
-				return 0;
-			}
-			if (end > fsize)
-				end = fsize;
+		/* Cut at the EOF, looked at again when a backing read (what
+		 * this reader waited for included) met an end: the file may
+		 * have shrunk. */
+		fsize = eof_check(r, raf, fsize);
+		if (off >= fsize) {
+			r->reply(r->ctx, NULL, 0);
+			return 0;
 		}
+		if (end > fsize)
+			end = fsize;
 		last = (end - 1) >> PAGE_SHIFT;
+		if (last >= CACHE_INDEX_LIMIT)
+			goto uncached;
 		if (!try_reply(r, raf, ra, off, end, &miss, &locked))
 			return 0;
 		if (!counted) {
