@@ -541,7 +541,8 @@ int ra_backing_read(struct ra_backing *b, struct cache_page **pages, size_t nr,
 }
 
 int ra_backing_queue(struct ra_backing *b, struct cache_page **pages, size_t nr,
-		     struct ra_pool *pool, const void *file, const void *owner)
+		     struct ra_pool *pool, const void *file, const void *owner,
+		     uint64_t due)
 {
 	struct piece *pc;
 	int rc;
@@ -557,6 +558,7 @@ int ra_backing_queue(struct ra_backing *b, struct cache_page **pages, size_t nr,
 	pc->pool = pool;
 	pc->w.file = file;
 	pc->w.owner = owner;
+	pc->w.due = due;
 	ra_backing_get(b);
 	rc = ra_pool_submit(pool, &pc->w);
 	if (!rc)

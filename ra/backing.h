@@ -211,6 +211,7 @@ uint64_t ra_backing_eofs(const struct ra_backing *b);
  * @file: dedupe key (the mapping), or NULL; the item's range is
  *	  [first index, last index + 1).
  * @owner: cancellation key (the stream), for ra_pool_cancel(); or NULL.
+ * @due: when its first page will be read (ra_work.due; 0: at once).
  *
  * The item holds a reference on @b.  A cancelled item (ra_pool_cancel(),
  * shutdown) completes its pages with -EAGAIN: "not read, look it up again",
@@ -223,7 +224,8 @@ uint64_t ra_backing_eofs(const struct ra_backing *b);
  * not queued, and every page has been completed with -EAGAIN.
  */
 int ra_backing_queue(struct ra_backing *b, struct cache_page **pages, size_t nr,
-		     struct ra_pool *pool, const void *file, const void *owner);
+		     struct ra_pool *pool, const void *file, const void *owner,
+		     uint64_t due);
 
 /**
  * ra_backing_stats() - Snapshot of @b's counters (each read atomically).

@@ -16,6 +16,7 @@
  *        [index + nr, io_end)     prefetch  (ahead; the mark page is here)
  *     v
  *   prefetch pages -> ra_backing_queue() to the workers (RA_PRIO_ASYNC),
+ *                     due when the reader at its rate reaches them,
  *                     queued first so that they run while ...
  *   demand pages   -> ra_backing_read() on this thread (its other pieces
  *                     on workers at RA_PRIO_DEMAND)
@@ -333,6 +334,7 @@ void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st)
 	st->workers_busy = ps.running;
 	st->queue_dropped = ps.dropped_full[RA_PRIO_ASYNC] +
 			    ps.dropped_full[RA_PRIO_DEMAND];
+	st->queue_late = ps.late;
 	st->workers = ps.workers;
 }
 
@@ -634,8 +636,32 @@ static uint64_t share_max(struct ra_engine *e, uint64_t ep, uint64_t req)
 	return share > req ? share : req;
 }
 
+/* When the reader of a decision reaches a page: it was at @index at @now,
+ * reading @rate pages a second (0: not measured, or streams sharing one
+ * state).  Prefetch is queued due then (ra_work.due), so the workers read
+ * first what is wanted first. */
+struct ra_due {
+	uint64_t now, index, rate;
+};
+
+/* Longest wait a due time says: windows are read within seconds. */
+#define RA_DUE_MAX_NS (UINT64_C(60) * 1000000000)
+
+/* When page @first of @t's reader is read; 0: at once (no rate, behind). */
+static uint64_t due_at(const struct ra_due *t, uint64_t first)
+{
+	double wait;
+
+	if (!t || !t->rate || first <= t->index)
+		return 0;
+	wait = (double)(first - t->index) * 1e9 / (double)t->rate;
+	return t->now +
+	       (wait < (double)RA_DUE_MAX_NS ? (uint64_t)wait : RA_DUE_MAX_NS);
+}
+
 static void decide(struct ra_file *f, struct ra_state *st, bool async,
-		   uint64_t index, uint64_t nr, struct ra_decision *d)
+		   uint64_t index, uint64_t nr, struct ra_decision *d,
+		   struct ra_due *due)
 {
 	struct ra_view v = {view_prev_hole, view_next_hole, f->m};
 	struct ra_stream_table *table;
@@ -678,6 +704,7 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	else
 		ra_decide_sync(st, table, &p, &v, index, nr, d);
 	rcu_read_unlock();
+	*due = (struct ra_due){now, index, st->rate};
 	window = d->kind != RA_KIND_RANDOM && d->kind != RA_KIND_ASYNC_GIVEUP &&
 		 d->kind != RA_KIND_STREAM_BEHIND;
 	/* A reader of the share is the stream the window belongs to, else
@@ -726,7 +753,7 @@ static int insert(struct ra_file *f, uint64_t start, uint64_t nr, uint64_t mark,
  * refusal here means a full queue.
  */
 static void queue_async(struct ra_file *f, struct cache_page **pages,
-			unsigned int n)
+			unsigned int n, const struct ra_due *due)
 {
 	unsigned int i = 0, j;
 	int rc;
@@ -739,7 +766,8 @@ static void queue_async(struct ra_file *f, struct cache_page **pages,
 			;
 		COUNT(f, async_pages, j - i);
 		rc = ra_backing_queue(f->b, pages + i, j - i, f->e->pool, f->m,
-				      f);
+				      f,
+				      due_at(due, cache_page_index(pages[i])));
 		if (rc) /* completed with -EAGAIN by backing.c: they leave */
 			COUNT(f, queue_refused, 1);
 		else
@@ -768,11 +796,13 @@ static uint64_t batch_pages(const struct ra_file *f)
 /*
  * Insert [lo, hi) in batches; prefetch batches are queued to the workers,
  * demand batches read on this thread.  @keep_history: prefetch leaves
- * history entries alone (issue()).  Return: 0, or the first insertion's
- * -errno (-ENOSPC: the budget is exhausted, the rest is not tried).
+ * history entries alone (issue()).  @due: when the reader gets to which
+ * page (NULL: all at once).  Return: 0, or the first insertion's -errno
+ * (-ENOSPC: the budget is exhausted, the rest is not tried).
  */
 static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
-		       uint64_t mark, bool demand, bool keep_history)
+		       uint64_t mark, bool demand, bool keep_history,
+		       const struct ra_due *due)
 {
 	struct cache_page *pages[RA_BATCH];
 	uint64_t batch = batch_pages(f);
@@ -791,7 +821,7 @@ static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
 		if (rc)
 			return rc;
 		if (!demand) {
-			queue_async(f, pages, got);
+			queue_async(f, pages, got, due);
 			continue;
 		}
 		if (!got)
@@ -820,22 +850,23 @@ static int issue_range(struct ra_file *f, uint64_t lo, uint64_t hi,
  * (ra_sync_miss(): st->refault), its windows, sync and async, replace
  * history as any page until its next miss lands on a hole -- a second
  * pass over a file the kernel has evicted keeps its windows.
+ * @due: when the reader reaches the pages ahead (NULL: at once).
  * Return: 0, or the demand insertion's -errno.
  */
 static int issue(struct ra_file *f, const struct ra_decision *d, uint64_t dlo,
-		 uint64_t dhi, bool keep_history)
+		 uint64_t dhi, bool keep_history, const struct ra_due *due)
 {
 	uint64_t lo = d->io_start, hi = d->io_start + d->io_nr;
 
 	if (hi > lo) {
 		if (hi > dhi)
 			issue_range(f, dhi > lo ? dhi : lo, hi, d->mark, false,
-				    keep_history);
+				    keep_history, due);
 		if (dlo > lo)
 			issue_range(f, lo, dlo < hi ? dlo : hi, d->mark, false,
-				    keep_history);
+				    keep_history, NULL);
 	}
-	return issue_range(f, dlo, dhi, d->mark, true, false);
+	return issue_range(f, dlo, dhi, d->mark, true, false, NULL);
 }
 
 /* Whether page @i is a history entry: handed to the kernel once, and
@@ -854,28 +885,30 @@ int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
 		 uint64_t nr)
 {
 	struct ra_decision d;
+	struct ra_due due;
 	bool refault;
 
 	if (!nr || index >= CACHE_INDEX_LIMIT || nr > CACHE_INDEX_LIMIT - index)
 		return -EINVAL;
 	refault = is_history(f, index);
 	__atomic_store_n(&st->refault, refault, __ATOMIC_RELAXED);
-	decide(f, st, false, index, nr, &d);
-	return issue(f, &d, index, index + nr, !refault);
+	decide(f, st, false, index, nr, &d, &due);
+	return issue(f, &d, index, index + nr, !refault, &due);
 }
 
 int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 		  uint64_t nr)
 {
 	struct ra_decision d;
+	struct ra_due due;
 	int rc;
 
 	if (!nr || index >= CACHE_INDEX_LIMIT)
 		return -EINVAL;
-	decide(f, st, true, index, nr, &d);
+	decide(f, st, true, index, nr, &d, &due);
 	/* Nothing here is the reader's: it holds its pages already. */
 	rc = issue(f, &d, d.io_start, d.io_start,
-		   !__atomic_load_n(&st->refault, __ATOMIC_RELAXED));
+		   !__atomic_load_n(&st->refault, __ATOMIC_RELAXED), &due);
 	return rc == -ENOSPC ? 0 : rc;
 }
 
@@ -897,7 +930,7 @@ static void willneed(struct ra_file *f, uint64_t first, uint64_t last)
 		d.io_start = d.start = i;
 		d.io_nr = d.size = u64_min(max, last - i + 1);
 		d.mark = RA_NO_PAGE;
-		if (issue(f, &d, i, i, false)) /* no demand part; all of it */
+		if (issue(f, &d, i, i, false, NULL)) /* no demand; all of it */
 			break;
 		if (last - i < max)
 			break;

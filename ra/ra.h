@@ -279,6 +279,7 @@ struct ra_engine_stats {
 	uint64_t queue_depth_now; /* async windows waiting */
 	uint64_t workers_busy; /* items being run */
 	uint64_t queue_dropped; /* refused by the pool: full */
+	uint64_t queue_late; /* started after their reader was due there */
 	unsigned int workers;
 };
 

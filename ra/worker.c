@@ -1,12 +1,14 @@
 /* worker.c - the readahead worker pool.
  *
- * Two FIFO lists (demand, async) and one slot per worker describing what it
- * runs, all under pool->lock.  A worker takes the head of the demand list if
- * any, else of the async list, records the item's (file, start, nr) in its
+ * Two lists -- demand in arrival order, async in order of due time -- and
+ * one slot per worker describing what it runs, all under pool->lock.  A
+ * worker takes the head of the demand list if any, else of the async list,
+ * records the item's (file, start, nr) in its
  * slot (the item itself may be freed by run()), drops the lock and runs it.
  *
- * Dedupe scans both lists and the slots: O(queue_depth + workers) under the
- * lock per submit.  With the default depths (tens of items) that is shorter
+ * Dedupe scans both lists and the slots, and an async item's place is found
+ * by a walk from the head: O(queue_depth + workers) under the lock per
+ * submit.  With the default depths (tens of items) that is shorter
  * than a hash lookup's cache misses; a pool configured with a very deep queue
  * pays for it on submit only, never on the hit path.
  *
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define POOL_MAX_WORKERS 64u
 #define POOL_MAX_DEPTH 65536u
@@ -74,6 +77,32 @@ static void list_push(struct pool_list *l, struct ra_work *w)
 		l->head = w;
 	l->tail = w;
 	l->len++;
+}
+
+/* Into @l, kept in order of due time: after every item due no later. */
+static void list_insert_due(struct pool_list *l, struct ra_work *w)
+{
+	struct ra_work **pp = &l->head;
+
+	if (l->tail && l->tail->due <= w->due) {
+		list_push(l, w); /* the common case: due last */
+		return;
+	}
+	while (*pp && (*pp)->due <= w->due)
+		pp = &(*pp)->next;
+	w->next = *pp;
+	*pp = w;
+	if (!w->next)
+		l->tail = w;
+	l->len++;
+}
+
+static uint64_t pool_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static struct ra_work *list_pop(struct pool_list *l)
@@ -132,8 +161,11 @@ static void *worker_main(void *arg)
 	for (;;) {
 		struct ra_work *w = list_pop(&pool->q[RA_PRIO_DEMAND]);
 
-		if (!w)
+		if (!w) {
 			w = list_pop(&pool->q[RA_PRIO_ASYNC]);
+			if (w && w->timed && pool_now() > w->due)
+				pool->st.late++;
+		}
 		if (!w) {
 			if (pool->stopping)
 				break;
@@ -278,7 +310,14 @@ int ra_pool_submit(struct ra_pool *pool, struct ra_work *w)
 		pool->st.dropped_full[w->prio]++;
 		rc = -EAGAIN;
 	} else {
-		list_push(q, w);
+		if (w->prio == RA_PRIO_ASYNC) {
+			w->timed = w->due != 0;
+			if (!w->timed)
+				w->due = pool_now();
+			list_insert_due(q, w);
+		} else {
+			list_push(q, w);
+		}
 		pool->st.submitted[w->prio]++;
 		pthread_cond_signal(&pool->wake);
 	}

@@ -5,8 +5,9 @@
  * a caller embeds struct ra_work in its own object and the pool hands it back
  * through exactly one of the two callbacks.
  *
- *   ra_pool_submit() ──▶ [demand queue] ──┐  workers take demand items first,
- *                    ──▶ [async  queue] ──┴─▶ then async ones, FIFO within each
+ *   ra_pool_submit() ──▶ [demand queue] ──┐  workers take demand items first
+ *                                         │  (in arrival order), then async
+ *                    ──▶ [async  queue] ──┴─▶ ones, earliest due time first
  *
  * Contract for a work item @w:
  *   - ra_pool_submit() returns 0: the pool owns @w until it calls exactly one
@@ -20,6 +21,13 @@
  *     run is refused with -EEXIST (@file NULL: never deduped).  Pages that are
  *     already LOCKED are skipped by the cache at insertion, so this catches the
  *     remaining case: the same window queued twice before its pages exist.
+ *   - Order: the async queue is kept in order of @w->due, the time the
+ *     item's first page will be read (its stream's reader there at its rate),
+ *     ties and items with no due time (0: wanted at once, due when
+ *     submitted) in arrival order.  So a window its reader reaches in
+ *     milliseconds is not read after windows a slow stream needs in a second
+ *     (docs/design.md, "The worker pool").  An item started after a due time
+ *     its submitter gave counts as late.
  *   - Bounds: each queue holds at most queue_depth items.  A full async queue
  *     refuses (-EAGAIN, counted as dropped); a full demand queue also refuses
  *     with -EAGAIN and the caller does the work itself: a reader never blocks
@@ -62,8 +70,12 @@ struct ra_work {
 	uint64_t start; /* first page of the range */
 	uint64_t nr; /* pages in the range */
 	enum ra_prio prio;
+	/* ASYNC: when the first page will be read, CLOCK_MONOTONIC ns; 0: at
+	 * once (the pool sets the submit time). */
+	uint64_t due;
 	/* Private to the pool. */
 	struct ra_work *next;
+	bool timed; /* due was the submitter's */
 };
 
 struct ra_pool_config {
@@ -84,6 +96,7 @@ struct ra_pool_stats {
 	uint64_t dropped_full[RA_PRIO_NR]; /* refused: queue full */
 	uint64_t dropped_dup; /* refused: range already queued/running */
 	uint64_t cancelled; /* handed to cancel() */
+	uint64_t late; /* async, started after the due time they were given */
 	unsigned int workers;
 	unsigned int queue_depth;
 };

@@ -187,6 +187,8 @@
 	X(readahead, queue_depth, GAUGE, "windows waiting for a worker now")   \
 	X(readahead, workers_busy, GAUGE, "windows being read now")            \
 	X(readahead, queue_dropped, COUNTER, "windows the full queue refused") \
+	X(readahead, queue_late, COUNTER,                                      \
+	  "windows a worker started after their reader was due there")         \
 	X(files, idle, GAUGE, "files no one uses kept with their cache now")   \
 	X(files, idle_max, GAUGE, "the most idle files kept (idle_files=)")    \
 	X(files, revived, COUNTER, "idle files looked up again")               \

@@ -341,6 +341,7 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->readahead_queue_depth = es.queue_depth_now;
 	s->readahead_workers_busy = es.workers_busy;
 	s->readahead_queue_dropped = es.queue_dropped;
+	s->readahead_queue_late = es.queue_late;
 	s->files_idle = ar.idle;
 	s->files_idle_max = ar.idle_max;
 	s->files_revived = ar.revived;

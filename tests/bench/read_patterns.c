@@ -4,13 +4,16 @@
  *        read_patterns write DIR [options]
  * Prints one line: "PATTERN bytes seconds MB/s requests [key=value...]"
  * (MB = 10^6 bytes).  The extra fields, where the pattern has them:
- *   p50_us, p99_us  latency of one request (random, per-request)
+ *   p50_us, p99_us  latency of one request (random, per-request; slow
+ *                   --fast: of the unpaced readers' reads)
  *   tenths          MB/s of each tenth of the range, comma-separated (seq
  *                   with --tenths)
  *   flat            the slowest tenth over the median tenth
  *   paced           bytes the streams were paced to deliver (slow)
  *   streams_ok      streams that delivered >= 98 % of their paced bytes, of all
  *   min_pct         the worst stream's delivered / paced bytes, percent
+ *   fast_mbs        MB/s of the unpaced readers (slow --fast), from their
+ *                   start until the last of them ended
  *
  * Patterns (each names the report it comes from, see ../../docs/benchmarks.md):
  *   seq          one reader, --bs bytes per read (default 1 MiB), whole file
@@ -33,7 +36,11 @@
  *   slow         --streams readers (default 64), each with its own fd reading
  *                its own 1/streams of the file sequentially, --bs (default
  *                4 KiB) per read, paced at --rate bytes a second each (default
- *                512 KiB), for --seconds (default 20)
+ *                512 KiB), for --seconds (default 20); with --fast N, N
+ *                more readers read the first half of the file unpaced, each
+ *                its own part, 128 KiB per read, until it ends or the time is
+ *                up, and the paced streams share the second half (a backup
+ *                or a scan passing through while a server's clients stream)
  *   write        --threads writers (default 8), each writing its own new file
  *                DIR/write.N, --bs per write (default 64 KiB), --total bytes in
  *                all (default 2 GiB); the clock stops after every file's fsync
@@ -42,7 +49,7 @@
  * Options: --bs N[K|M], --threads N, --streams N, --count N, --seed N,
  *          --limit N[K|M|G] (read at most this many bytes of the file),
  *          --seconds S (stop reading after S seconds; slow: its duration),
- *          --rate N[K|M] (slow), --total N[K|M|G] (write),
+ *          --rate N[K|M], --fast N (slow), --total N[K|M|G] (write),
  *          --warm 1 (read the range once, untimed, before the timed pass:
  *          the hot-cache workload), --tenths 1 (seq: time every tenth).
  */
@@ -68,7 +75,7 @@ struct params {
 	const char *pattern, *path;
 	uint64_t bs, limit, count, seed, rate, total;
 	double seconds;
-	unsigned int threads, streams;
+	unsigned int threads, streams, fast;
 	bool warm, tenths;
 	uint64_t size; /* bytes of the file in play */
 };
@@ -86,6 +93,8 @@ struct shared {
 	double tenth_at[11]; /* seq --tenths: when bytes passed k tenths */
 	uint64_t paced, streams_ok; /* slow */
 	double min_pct; /* slow */
+	uint64_t fast_bytes; /* slow --fast */
+	double fast_end; /* slow --fast: when the last unpaced reader ended */
 };
 
 static double now(void)
@@ -137,6 +146,21 @@ static void fail(struct shared *s, int err)
 
 	__atomic_compare_exchange_n(&s->error, &zero, err, false,
 				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* A stream's read came back with @n: count it into *@done. False when the
+ * stream ends here (an error, recorded, or the end of the file). */
+static bool took(struct shared *s, ssize_t n, uint64_t *done)
+{
+	if (n < 0) {
+		fail(s, errno);
+		return false;
+	}
+	if (n == 0)
+		return false;
+	*done += (uint64_t)n;
+	account(s, n);
+	return true;
 }
 
 static bool expired(const struct shared *s)
@@ -304,17 +328,67 @@ static void sleep_until(double t)
 		;
 }
 
-/* One slow stream: its own fd, its own slice, reads due at a steady rate. */
+#define FAST_BS (128u << 10)
+
+/* One unpaced reader of slow --fast: [start, start + len), its own fd. */
+static void read_fast(struct shared *s, uint64_t start, uint64_t len)
+{
+	char *buf = malloc(FAST_BS);
+	int fd = open(s->p->path, O_RDONLY);
+	struct lats l = {0};
+	uint64_t done = 0;
+	double end;
+
+	if (fd < 0 || !buf) {
+		fail(s, fd < 0 ? errno : ENOMEM);
+		goto out;
+	}
+	while (done < len && !expired(s)) {
+		uint64_t want = len - done < FAST_BS ? len - done : FAST_BS;
+		double t = now();
+		ssize_t n = pread(fd, buf, want, (off_t)(start + done));
+		double dt = now() - t;
+
+		if (!took(s, n, &done)) /* before lat_add: errno */
+			break;
+		lat_add(&l, dt);
+	}
+out:
+	end = now();
+	lat_merge(s, &l);
+	pthread_mutex_lock(&s->lock);
+	s->fast_bytes += done;
+	if (end > s->fast_end)
+		s->fast_end = end;
+	pthread_mutex_unlock(&s->lock);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+}
+
+/* One slow stream: its own fd, its own slice, reads due at a steady rate.
+ * With --fast, the first p->fast threads are the unpaced readers. */
 static void *thread_slow(void *arg)
 {
 	struct thread_arg *a = arg;
 	struct shared *s = a->s;
 	const struct params *p = s->p;
-	uint64_t slice = p->size / p->streams / p->bs * p->bs;
-	uint64_t start = slice * a->index, done = 0, due, paced;
+	uint64_t half = p->fast ? p->size / 2 : 0;
+	uint64_t slice = (p->size - half) / p->streams / p->bs * p->bs;
+	uint64_t start, done = 0, due, paced;
 	double t0 = s->deadline - p->seconds, pct, dues;
-	char *buf = malloc(p->bs);
-	int fd = open(p->path, O_RDONLY);
+	char *buf;
+	int fd;
+
+	if (a->index < p->fast) {
+		uint64_t part = half / p->fast / FAST_BS * FAST_BS;
+
+		read_fast(s, part * a->index, part);
+		return NULL;
+	}
+	start = half + slice * (a->index - p->fast);
+	buf = malloc(p->bs);
+	fd = open(p->path, O_RDONLY);
 
 	if (fd < 0 || !buf) {
 		fail(s, fd < 0 ? errno : ENOMEM);
@@ -329,14 +403,8 @@ static void *thread_slow(void *arg)
 		if (at > now())
 			sleep_until(at);
 		n = pread(fd, buf, p->bs, (off_t)(start + done));
-		if (n < 0) {
-			fail(s, errno);
+		if (!took(s, n, &done))
 			break;
-		}
-		if (n == 0)
-			break;
-		done += (uint64_t)n;
-		account(s, n);
 	}
 out:
 	/* Reads due before the end: those at k * bs / rate < seconds. */
@@ -487,6 +555,9 @@ static void print_extras(struct shared *s, const struct params *p, double t0)
 		printf(" paced=%" PRIu64 " streams_ok=%" PRIu64 "/%u"
 		       " min_pct=%.1f",
 		       s->paced, s->streams_ok, p->streams, s->min_pct);
+	if (!strcmp(p->pattern, "slow") && p->fast)
+		printf(" fast_mbs=%.1f",
+		       (double)s->fast_bytes / (s->fast_end - t0) / 1e6);
 }
 
 int main(int argc, char **argv)
@@ -500,7 +571,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: read_patterns PATTERN FILE [--bs N] "
 				"[--threads N] [--streams N] [--count N] "
 				"[--seed N] [--limit N] [--seconds S] "
-				"[--rate N] [--total N] [--warm 1] "
+				"[--rate N] [--fast N] [--total N] [--warm 1] "
 				"[--tenths 1]\n");
 		return 2;
 	}
@@ -525,6 +596,8 @@ int main(int argc, char **argv)
 			p.count = parse_size(argv[i + 1]);
 		else if (!strcmp(argv[i], "--seed"))
 			p.seed = parse_size(argv[i + 1]);
+		else if (!strcmp(argv[i], "--fast"))
+			p.fast = (unsigned int)parse_size(argv[i + 1]);
 		else if (!strcmp(argv[i], "--rate"))
 			p.rate = parse_size(argv[i + 1]);
 		else if (!strcmp(argv[i], "--total"))
@@ -611,13 +684,13 @@ int main(int argc, char **argv)
 		p.streams = p.streams ? p.streams : 64;
 		p.rate = p.rate ? p.rate : 512 << 10;
 		p.seconds = p.seconds > 0 ? p.seconds : 20;
-		if (p.streams > MAX_THREADS) {
+		if (p.streams + p.fast > MAX_THREADS) {
 			fprintf(stderr, "read_patterns: slow: at most %d "
 					"streams\n", MAX_THREADS);
 			return 2;
 		}
 		s.deadline = t0 + p.seconds;
-		run_threads(&s, thread_slow, p.streams, true);
+		run_threads(&s, thread_slow, p.streams + p.fast, true);
 	} else {
 		fprintf(stderr, "read_patterns: unknown pattern '%s'\n",
 			p.pattern);

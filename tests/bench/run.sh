@@ -294,6 +294,7 @@ rows=(
 	"slow|none|64 slow streams, no memory limit|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
 	"slow|256|64 slow streams, 256 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
 	"slow|64|64 slow streams, 64 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
+	"slow|none|64 slow streams + 1 unpaced reader|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s --fast 1"
 	"write|none|write 8 threads × 64 KiB, through fsync|write --threads 8 --bs 64K --total $wtotal"
 	"write|none|write 16 threads × 64 KiB, through fsync|write --threads 16 --bs 64K --total $wtotal"
 	"write|none|write 3 streams × 1 MiB, through fsync|write --threads 3 --bs 1M --total $ddtotal"
@@ -593,6 +594,7 @@ run_cell() {
 		tenths=*) extra+="tenths ${f#*=} " ;;
 		streams_ok=*) extra+="≥98 %: ${f#*=} " ;;
 		min_pct=*) extra+="worst ${f#*=} % " ;;
+		fast_mbs=*) extra+="unpaced ${f#*=} MB/s " ;;
 		esac
 	done
 	extra+=$retried

@@ -57,7 +57,7 @@ ac_assert "$root" "g('version') == '0.1.0' and g('uptime_s') >= 0 and len(g('sta
 ac_assert "$root" "list(g('options')) == ['read_mode', 'write_mode', 'write_behind', 'write_direct', 'cache_size', 'ra_max', 'ra_workers', 'stripe', 'chunk', 'context_ra', 'stream_table', 'backing_io'] and g('options.read_mode') == '$AC_MODE'"
 ac_assert "$root" "list(g('cache')) == ['budget_bytes', 'used_bytes', 'pending_free_bytes', 'high_bytes', 'low_bytes', 'cached_pages', 'history_pages', 'small_pages', 'main_pages', 'hits', 'misses', 'evictions', 'waste', 'thrash', 'promotions', 'enospc', 'alloc_waits', 'reclaim_runs', 'mappings', 'tree_bytes', 'page_overhead_bytes']"
 ac_assert "$root" "list(g('backing')) == ['reads', 'bytes', 'cached_reads', 'cached_bytes', 'errors', 'opens_direct', 'opens_buffered']"
-ac_assert "$root" "list(g('readahead')) == $ra_keys, 'files', 'workers', 'queue_depth', 'workers_busy', 'queue_dropped'] and list(g('readahead.decisions')) == $dec_keys"
+ac_assert "$root" "list(g('readahead')) == $ra_keys, 'files', 'workers', 'queue_depth', 'workers_busy', 'queue_dropped', 'queue_late'] and list(g('readahead.decisions')) == $dec_keys"
 ac_assert "$root" "0 < g('cache.budget_bytes') <= g('options.cache_size') and g('readahead.workers') == g('options.ra_workers')"
 ac_assert "$root" "g('backing.reads') >= $(ac_get "$js" backing.reads) and g('backing.bytes') >= $(ac_get "$js" backing.bytes)"
 

@@ -841,16 +841,16 @@ static void test_queue_cancel_and_dedupe(void **state)
 
 	gate_close(f->pool, &g);
 	assert_int_equal(
-		ra_backing_queue(f->b, a->ptr, a->n, f->pool, &file, &s1), 0);
+		ra_backing_queue(f->b, a->ptr, a->n, f->pool, &file, &s1, 0), 0);
 	assert_int_equal(
-		ra_backing_queue(f->b, dup->ptr, dup->n, f->pool, &file, &s2),
+		ra_backing_queue(f->b, dup->ptr, dup->n, f->pool, &file, &s2, 0),
 		-EEXIST);
 	for (size_t i = 0; i < dup->n; i++) {
 		assert_int_equal(dup->pg[i].completions, 1);
 		assert_int_equal(dup->pg[i].err, -EAGAIN);
 	}
 	assert_int_equal(
-		ra_backing_queue(f->b, b->ptr, b->n, f->pool, &file, &s2), 0);
+		ra_backing_queue(f->b, b->ptr, b->n, f->pool, &file, &s2, 0), 0);
 	assert_int_equal(ra_pool_cancel(f->pool, &s1), 1);
 	for (size_t i = 0; i < a->n; i++) {
 		assert_int_equal(a->pg[i].completions, 1);
@@ -904,12 +904,12 @@ static void test_shutdown_with_read_in_flight(void **state)
 	sem_init(&entered, 0, 0);
 	f->hook->stall = &stall;
 	f->hook->entered = &entered;
-	assert_int_equal(ra_backing_queue(f->b, a->ptr, a->n, f->pool, f, a),
+	assert_int_equal(ra_backing_queue(f->b, a->ptr, a->n, f->pool, f, a, 0),
 			 0);
 	sem_wait(&entered); /* A's preadv has started and is stalled */
-	assert_int_equal(ra_backing_queue(f->b, b->ptr, b->n, f->pool, f, b),
+	assert_int_equal(ra_backing_queue(f->b, b->ptr, b->n, f->pool, f, b, 0),
 			 0);
-	assert_int_equal(ra_backing_queue(f->b, c->ptr, c->n, f->pool, f, c),
+	assert_int_equal(ra_backing_queue(f->b, c->ptr, c->n, f->pool, f, c, 0),
 			 0);
 	assert_int_equal(pthread_create(&th, NULL, destroy_main, &d), 0);
 	pages_wait_all(b);

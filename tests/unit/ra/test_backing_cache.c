@@ -3,7 +3,7 @@
  * ra_backing_read()/ra_backing_queue() fill and complete them with
  * RA_CACHE_PAGE_OPS, readers look the pages up under RCU and wait on them
  * with cache_page_wait().  Checks: every byte, EOF zero pages, an I/O error
- * reaching exactly the readers of its page (and the page leaving the tree),
+ * reaching exactly the readers of its page (and the page leaving the tree, 0),
  * cancelled and shut-down windows waking their readers with -EAGAIN, and
  * cache_destroy() succeeding afterwards (no page reference leaked; LSan
  * reports leaks in the ASan build).
@@ -312,7 +312,7 @@ static void queue8(struct fx *f, uint64_t start, const void *owner)
 	struct cache_page *pages[8];
 
 	insert(f, start, 8, pages);
-	assert_int_equal(ra_backing_queue(f->b, pages, 8, f->pool, f->m, owner),
+	assert_int_equal(ra_backing_queue(f->b, pages, 8, f->pool, f->m, owner, 0),
 			 0);
 }
 

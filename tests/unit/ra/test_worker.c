@@ -1,4 +1,5 @@
 /* test_worker.c - the readahead worker pool (ra/worker.c): priority order,
+ * async items by due time,
  * dedupe of queued and running ranges, bounded queues, cancellation, clean
  * shutdown with work in flight, and a threaded stress of the ownership
  * contract (every item handed to exactly one of run() or cancel()).
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -253,6 +255,59 @@ static void test_demand_before_async(void **state)
 	assert_int_equal(c->nrun, 6);
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(c->order[i], want[i]);
+	ctx_free(c);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The async queue runs earliest due first, ties and "at once" (due 0: the
+ * submit time) in arrival order; cancelling one keeps the others' order;
+ * only a given due time that passed counts as late. */
+static void test_async_due_order(void **state)
+{
+	struct ctx *c = ctx_new(1, 16);
+	static const int want[] = {0, 7, 3, 6, 2, 4, 1};
+	uint64_t now = mono_ns(), s = 1000000000;
+	struct ra_pool_stats st;
+	int owner;
+	struct {
+		int id;
+		uint64_t due;
+		const void *owner;
+	} sub[] = {
+		{1, now + 9 * s, NULL}, /* last */
+		{2, now + 5 * s, NULL},
+		{3, 0, NULL},		/* at once: due now, after 7 */
+		{4, now + 5 * s, NULL}, /* ties with 2: after it */
+		{5, now + 4 * s, &owner}, /* cancelled below */
+		{6, now + 4 * s, NULL},
+		{7, now - 1 * s, NULL}, /* overdue: first, and late */
+	};
+
+	gate(c, 0, NULL, 0, 1);
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		struct item *it = mk(c, sub[i].id, RA_PRIO_ASYNC, NULL, 0, 1,
+				     sub[i].owner);
+
+		it->w.due = sub[i].due;
+		assert_int_equal(submit(c, it), 0);
+	}
+	assert_int_equal(ra_pool_cancel(c->pool, &owner), 1);
+	wait_done(c, 1);
+	sem_post(&c->release);
+	wait_done(c, 6);
+	assert_int_equal(c->nrun, 7);
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(c->order[i], want[i]);
+	ra_pool_stats(c->pool, &st);
+	assert_int_equal(st.late, 1);
+	assert_int_equal(st.queued[RA_PRIO_ASYNC], 0);
 	ctx_free(c);
 }
 
@@ -606,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_thread_hooks),
 		cmocka_unit_test(test_demand_before_async),
+		cmocka_unit_test(test_async_due_order),
 		cmocka_unit_test(test_dedupe_queued_and_running),
 		cmocka_unit_test(test_range_accepted_after_run),
 		cmocka_unit_test(test_full_queue_refuses),

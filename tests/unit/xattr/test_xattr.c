@@ -381,6 +381,7 @@ static const struct key_spec root_ra[] = {
 	{"queue_depth", 'i'},
 	{"workers_busy", 'i'},
 	{"queue_dropped", 'i'},
+	{"queue_late", 'i'},
 };
 
 /* The readahead object's sums against its decisions. */
