@@ -290,6 +290,7 @@ rows=(
 	"floor|none|floor: interleaved 4 streams, 8 KiB, the file in the backing's page cache|interleave --streams 4 --bs 8K"
 	"big|none|big file stream, no memory limit|seq --bs 128K --tenths 1"
 	"big|256|big file stream, 256 MiB cgroup|seq --bs 128K --tenths 1"
+	"warm|256|big file stream, 256 MiB cgroup, a daemon that ran before|seq --bs 128K --tenths 1"
 	"big|64|big file stream, 64 MiB cgroup|seq --bs 128K --tenths 1"
 	"slow|none|64 slow streams, no memory limit|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
 	"slow|256|64 slow streams, 256 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
