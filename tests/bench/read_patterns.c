@@ -230,8 +230,7 @@ static void *thread_shared_fd(void *arg)
 
 		__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
 		/* --tenths is only offered with one reader (seq). */
-		while (p->tenths && tenth <= 10 &&
-		       b >= p->size / 10 * tenth)
+		while (p->tenths && tenth <= 10 && b >= p->size / 10 * tenth)
 			s->tenth_at[tenth++] = now();
 		if (b >= p->size || expired(s))
 			break;
@@ -300,8 +299,7 @@ static void *thread_random(void *arg)
 	char *buf = malloc(p->bs);
 	struct lats l = {0};
 
-	for (uint64_t i = 0; buf && i < p->count && pages && !expired(s);
-	     i++) {
+	for (uint64_t i = 0; buf && i < p->count && pages && !expired(s); i++) {
 		uint64_t off = (rnd(&x) % pages) * 4096;
 		double t0 = now();
 		ssize_t n = pread(s->fd, buf, p->bs, (off_t)off);
@@ -479,7 +477,8 @@ static void run_threads(struct shared *s, void *(*fn)(void *), unsigned int n,
 		n = MAX_THREADS;
 	for (unsigned int i = 0; i < n; i++) {
 		a[i] = (struct thread_arg){s, s->p->seed + i * 7919, i};
-		if (pthread_create(&t[i], NULL, fn, per_thread ? (void *)&a[i] : (void *)s)) {
+		if (pthread_create(&t[i], NULL, fn,
+				   per_thread ? (void *)&a[i] : (void *)s)) {
 			fprintf(stderr,
 				"read_patterns: pthread_create failed\n");
 			exit(1);
@@ -673,8 +672,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(p.pattern, "random")) {
 		p.bs = p.bs ? p.bs : 8192;
 		p.count = p.count ? p.count : 2000;
-		run_threads(&s, thread_random, p.threads ? p.threads : 1,
-			    true);
+		run_threads(&s, thread_random, p.threads ? p.threads : 1, true);
 	} else if (!strcmp(p.pattern, "per-request")) {
 		p.bs = p.bs ? p.bs : 128 << 10;
 		run_threads(&s, thread_per_request, p.threads ? p.threads : 4,
@@ -685,8 +683,9 @@ int main(int argc, char **argv)
 		p.rate = p.rate ? p.rate : 512 << 10;
 		p.seconds = p.seconds > 0 ? p.seconds : 20;
 		if (p.streams + p.fast > MAX_THREADS) {
-			fprintf(stderr, "read_patterns: slow: at most %d "
-					"streams\n", MAX_THREADS);
+			fprintf(stderr,
+				"read_patterns: slow: at most %d streams\n",
+				MAX_THREADS);
 			return 2;
 		}
 		s.deadline = t0 + p.seconds;
@@ -704,8 +703,8 @@ report:
 			strerror(s.error));
 		return 1;
 	}
-	printf("%s %" PRIu64 " %.3f %.1f %" PRIu64, p.pattern, s.bytes,
-	       t1 - t0, (double)s.bytes / (t1 - t0) / 1e6, s.requests);
+	printf("%s %" PRIu64 " %.3f %.1f %" PRIu64, p.pattern, s.bytes, t1 - t0,
+	       (double)s.bytes / (t1 - t0) / 1e6, s.requests);
 	print_extras(&s, &p, t0);
 	printf("\n");
 	free(s.lat);

@@ -841,16 +841,18 @@ static void test_queue_cancel_and_dedupe(void **state)
 
 	gate_close(f->pool, &g);
 	assert_int_equal(
-		ra_backing_queue(f->b, a->ptr, a->n, f->pool, &file, &s1, 0), 0);
-	assert_int_equal(
-		ra_backing_queue(f->b, dup->ptr, dup->n, f->pool, &file, &s2, 0),
-		-EEXIST);
+		ra_backing_queue(f->b, a->ptr, a->n, f->pool, &file, &s1, 0),
+		0);
+	assert_int_equal(ra_backing_queue(f->b, dup->ptr, dup->n, f->pool,
+					  &file, &s2, 0),
+			 -EEXIST);
 	for (size_t i = 0; i < dup->n; i++) {
 		assert_int_equal(dup->pg[i].completions, 1);
 		assert_int_equal(dup->pg[i].err, -EAGAIN);
 	}
 	assert_int_equal(
-		ra_backing_queue(f->b, b->ptr, b->n, f->pool, &file, &s2, 0), 0);
+		ra_backing_queue(f->b, b->ptr, b->n, f->pool, &file, &s2, 0),
+		0);
 	assert_int_equal(ra_pool_cancel(f->pool, &s1), 1);
 	for (size_t i = 0; i < a->n; i++) {
 		assert_int_equal(a->pg[i].completions, 1);

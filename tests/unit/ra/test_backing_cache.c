@@ -312,8 +312,8 @@ static void queue8(struct fx *f, uint64_t start, const void *owner)
 	struct cache_page *pages[8];
 
 	insert(f, start, 8, pages);
-	assert_int_equal(ra_backing_queue(f->b, pages, 8, f->pool, f->m, owner, 0),
-			 0);
+	assert_int_equal(
+		ra_backing_queue(f->b, pages, 8, f->pool, f->m, owner, 0), 0);
 }
 
 /*

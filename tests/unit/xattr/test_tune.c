@@ -60,9 +60,8 @@ static uint8_t pattern(uint64_t off)
  * one opened after a tuning changed. */
 static struct afs_fcache *new_file(struct fixture *fx, uint32_t gen)
 {
-	struct afs_file_key key = {.dev = fx->st.st_dev,
-				   .ino = fx->st.st_ino,
-				   .gen = gen};
+	struct afs_file_key key = {
+		.dev = fx->st.st_dev, .ino = fx->st.st_ino, .gen = gen};
 	struct afs_fcache *fc;
 
 	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fc), 0);
@@ -225,8 +224,9 @@ static void read_stream(struct fixture *fx, uint64_t first, uint64_t nr,
 
 	ra_state_init(&st);
 	for (uint64_t i = first; i < first + nr; i += 4)
-		assert_int_equal(
-			test_read_check(fx->a, fx->fc, fx->fd, &st, i, 4, pattern), 0);
+		assert_int_equal(test_read_check(fx->a, fx->fc, fx->fd, &st, i,
+						 4, pattern),
+				 0);
 	ra_state_destroy(&st);
 	test_settle(fx->m, NPAGES);
 	ra_file_stats(fx->f, fs);
@@ -279,8 +279,8 @@ static void *reader_main(void *arg)
 	cache_thread_online();
 	ra_state_init(&st);
 	for (uint64_t i = r->first; i < r->first + 1024 && !r->rc; i += 8)
-		r->rc = test_read_check(r->fx->a, r->fx->fc, r->fx->fd, &st, i, 8,
-					 pattern);
+		r->rc = test_read_check(r->fx->a, r->fx->fc, r->fx->fd, &st, i,
+					8, pattern);
 	ra_state_destroy(&st);
 	return NULL;
 }
