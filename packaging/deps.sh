@@ -13,7 +13,7 @@ build_pkgs=(build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev)
 # Tests: cmocka, the tools the integration tests drive on a real mount.
 test_pkgs=(libcmocka-dev attr acl e2fsprogs util-linux sqlite3 nginx-light curl
 	python3 make gcc tar xz-utils diffutils procps strace libcap2-bin
-	clang-14 libclang-rt-14-dev)
+	clang-14 libclang-rt-14-dev clang-format-14)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--test" ]; then
