@@ -459,6 +459,28 @@ void *cache_page_data(const struct cache_page *p);
 uint64_t cache_page_index(const struct cache_page *p);
 
 /**
+ * cache_page_set_len() - The page's read met the file's end: only its first
+ * @len bytes (0: none) are the file's data, the rest of the buffer is
+ * zeros that were never the file's.
+ *
+ * A page holds CACHE_PAGE_SIZE bytes of data unless this is called.  A
+ * reader never serves a page's bytes past its length as data: where the
+ * file is now longer than that, the page is stale (the file grew after the
+ * read) or the reader's size is (it shrank): see cache_page_len().
+ * Context: The holder of the insert reference of a LOCKED page, before
+ * cache_page_complete() (which publishes it).
+ */
+void cache_page_set_len(struct cache_page *p, unsigned int len);
+
+/**
+ * cache_page_len() - Bytes of file data in the page: CACHE_PAGE_SIZE, or
+ * what cache_page_set_len() said.
+ * Context: Caller holds the RCU read lock or a reference, after
+ * cache_page_uptodate() returned true (its acquire orders this load).
+ */
+unsigned int cache_page_len(const struct cache_page *p);
+
+/**
  * cache_page_mark_accessed() - A read used the page.
  *
  * Call it for every page a read serves (a hit, or a page waited for).  The

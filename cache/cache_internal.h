@@ -135,6 +135,9 @@ struct cache_page {
 	uint8_t fresh;
 	int16_t err; /* -errno of a failed I/O, set before ERROR */
 	uint8_t queue; /* CACHE_QUEUE_*, under lru_lock */
+	/* Bytes of file data: CACHE_PAGE_SIZE, less in a page that held the
+	 * file's end when it was read (cache_page_set_len()). */
+	uint16_t len;
 	union {
 		struct cds_list_head lru;
 		struct rcu_head rcu;

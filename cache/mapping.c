@@ -325,6 +325,7 @@ static void page_init(struct cache_mapping *m, struct cache_page *p, uint64_t i,
 	p->fresh = prefetch ? CACHE_FRESH_PREFETCH : CACHE_FRESH_DEMAND;
 	p->err = 0;
 	p->queue = CACHE_QUEUE_NONE;
+	p->len = CACHE_PAGE_SIZE;
 }
 
 /*

@@ -67,6 +67,17 @@ uint64_t cache_page_index(const struct cache_page *p)
 	return p->index;
 }
 
+void cache_page_set_len(struct cache_page *p, unsigned int len)
+{
+	assert(cache_page_flags(p) & CACHE_PG_LOCKED);
+	p->len = (uint16_t)(len < CACHE_PAGE_SIZE ? len : CACHE_PAGE_SIZE);
+}
+
+unsigned int cache_page_len(const struct cache_page *p)
+{
+	return p->len;
+}
+
 void cache_page_mark_accessed(struct cache_page *p)
 {
 	/* Single-byte stores, each only when needed: after the first use a

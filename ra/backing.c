@@ -52,6 +52,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef IOV_MAX
@@ -77,6 +78,9 @@ struct ra_backing {
 	 * (ra_backing_eofs()).  Release: counted before the pages it zeroed
 	 * complete. */
 	uint64_t eofs;
+	/* __atomic: the CLOCK_MONOTONIC_COARSE second of the last
+	 * ra_backing_cut(), plus one; 0: never (cut_lately()). */
+	uint64_t changed_s;
 	/* Counters: relaxed atomics, also added to *totals when set.  A page
 	 * is counted before it is completed, so whoever saw it complete sees
 	 * it counted. */
@@ -119,6 +123,46 @@ static ssize_t do_preadv(struct ra_backing *b, int fd, const struct iovec *iov,
 	return r;
 }
 
+static uint64_t coarse_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+void ra_backing_cut(struct ra_backing *b)
+{
+	__atomic_store_n(&b->changed_s, coarse_s() + 1, __ATOMIC_RELAXED);
+}
+
+/* The file was cut less than RA_CUT_S seconds ago (ra_backing_cut()):
+ * read it from the disk descriptor only, never from the page cache. */
+static bool cut_lately(const struct ra_backing *b)
+{
+	uint64_t at = __atomic_load_n(&b->changed_s, __ATOMIC_RELAXED);
+
+	return at && coarse_s() + 1 - at < RA_CUT_S;
+}
+
+/*
+ * A buffered read of @r bytes at @off of @fd just returned: if the file is
+ * now shorter than that, it was cut during the read or since, and the bytes
+ * past the new end may be the zeros the truncate wrote into the page cache
+ * while they were copied (ra_backing_cut()).  Return the count cut at the
+ * end found now, and note the cut.  One fstat(2) per buffered read; none
+ * under a test hook (its file is not the descriptor's).
+ */
+static ssize_t cut_check(struct ra_backing *b, int fd, off_t off, ssize_t r)
+{
+	struct stat st;
+
+	if (b->hook || fstat(fd, &st) || off + r <= st.st_size)
+		return r;
+	ra_backing_cut(b);
+	return st.st_size > off ? (ssize_t)(st.st_size - off) : 0;
+}
+
 /* Where a piece is read from: the O_DIRECT fd, or a buffered one; drop:
  * POSIX_FADV_DONTNEED what was read (buffered mode: pages this read brought
  * into the page cache are not kept twice). */
@@ -141,9 +185,12 @@ static ssize_t preadv_pages(struct ra_backing *b, const struct source *src,
 {
 	for (int tries = 0;; tries++) {
 		ssize_t r = do_preadv(b, src->fd, iov, iovcnt, off);
-		size_t tail = (size_t)r & (RA_IO_PAGE_SIZE - 1);
+		size_t tail;
 		struct stat st;
 
+		if (r > 0 && src->buffered)
+			r = cut_check(b, src->fd, off, r);
+		tail = (size_t)r & (RA_IO_PAGE_SIZE - 1);
 		if (r <= 0 || !tail)
 			return r;
 		if (fstat(src->fd, &st) || off + r >= st.st_size)
@@ -179,16 +226,25 @@ static off_t page_off(uint64_t index)
 	return (off_t)(index << RA_IO_PAGE_SHIFT);
 }
 
+/* Complete @p, which held the file's end: @len bytes of data (0: none),
+ * its tail zeroed.  The length goes with the page, so that no reader takes
+ * the zeros for data once the file is longer again. */
+static void complete_end(struct ra_backing *b, struct cache_page *p, size_t len)
+{
+	memset((char *)b->ops->data(p) + len, 0, RA_IO_PAGE_SIZE - len);
+	if (b->ops->set_len)
+		b->ops->set_len(p, (unsigned int)len);
+	b->ops->complete(p, 0);
+}
+
 /* Pages [@from, @n) of a piece lie wholly past EOF: uptodate zero pages. */
 static void complete_zero(struct ra_backing *b, struct cache_page **pages,
 			  size_t from, size_t n)
 {
 	CTR_ADD(b, pages_ok, n - from);
 	CTR_ADD(b, pages_eof, n - from);
-	for (size_t i = from; i < n; i++) {
-		memset(b->ops->data(pages[i]), 0, RA_IO_PAGE_SIZE);
-		b->ops->complete(pages[i], 0);
-	}
+	for (size_t i = from; i < n; i++)
+		complete_end(b, pages[i], 0);
 }
 
 static void complete_ok(struct ra_backing *b, struct cache_page **pages,
@@ -227,16 +283,16 @@ static int read_one(struct ra_backing *b, const struct source *src,
 	CTR_ADD(b, reads, 1);
 	CTR_ADD(b, bytes, (uint64_t)r);
 	drop_from_page_cache(src, off, (size_t)r);
-	if ((size_t)r < RA_IO_PAGE_SIZE)
-		memset((char *)iov.iov_base + r, 0,
-		       RA_IO_PAGE_SIZE - (size_t)r);
 	CTR_ADD(b, pages_ok, 1);
 	if (r == 0)
 		CTR_ADD(b, pages_eof, 1);
-	if ((size_t)r < RA_IO_PAGE_SIZE)
-		__atomic_fetch_add(&b->eofs, 1, __ATOMIC_RELEASE);
-	b->ops->complete(p, 0);
-	return (size_t)r < RA_IO_PAGE_SIZE ? 1 : 0;
+	if ((size_t)r == RA_IO_PAGE_SIZE) {
+		b->ops->complete(p, 0);
+		return 0;
+	}
+	__atomic_fetch_add(&b->eofs, 1, __ATOMIC_RELEASE);
+	complete_end(b, p, (size_t)r);
+	return 1;
 }
 
 /*
@@ -292,13 +348,11 @@ static int read_piece_from(struct ra_backing *b, const struct source *src,
 		if (r > 0 && tail == 0)
 			continue; /* short, not EOF: read the rest */
 		/* EOF inside (or at the start of) pages[done]. */
-		memset((char *)iov[done].iov_base + tail, 0,
-		       RA_IO_PAGE_SIZE - tail);
 		CTR_ADD(b, pages_ok, 1);
 		if (tail == 0)
 			CTR_ADD(b, pages_eof, 1);
 		__atomic_fetch_add(&b->eofs, 1, __ATOMIC_RELEASE);
-		b->ops->complete(pages[done], 0);
+		complete_end(b, pages[done], tail);
 		complete_zero(b, pages, done + 1, n);
 		break;
 	}
@@ -360,7 +414,7 @@ int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len)
 	uint64_t pages;
 	int64_t res;
 
-	if (!b->probe || !len)
+	if (!b->probe || !len || cut_lately(b))
 		return -EAGAIN;
 	pages = ((off + len - 1) >> RA_IO_PAGE_SHIFT) -
 		(off >> RA_IO_PAGE_SHIFT) + 1;
@@ -388,7 +442,39 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
 			break; /* the EOF */
 		done += (size_t)n;
 	}
-	return (ssize_t)done;
+	return done ? cut_check(b, fd, (off_t)off, (ssize_t)done) : 0;
+}
+
+ssize_t ra_backing_read_whole(struct ra_backing *b, char *abuf, uint64_t off,
+			      size_t len, char **data)
+{
+	uint64_t aoff = off & ~(uint64_t)(RA_IO_PAGE_SIZE - 1);
+	size_t alen = (size_t)(((off + len + RA_IO_PAGE_SIZE - 1) &
+				~(uint64_t)(RA_IO_PAGE_SIZE - 1)) -
+			       aoff);
+	size_t done = 0;
+	bool direct = b->mode == RA_BACKING_IO_DIRECT;
+
+	*data = abuf + (off - aoff);
+	while (done < alen) {
+		struct iovec iov = {abuf + done, alen - done};
+		ssize_t n = do_preadv(b, b->fd, &iov, 1, (off_t)(aoff + done));
+
+		if (n < 0) {
+			if (!done)
+				return n;
+			break; /* a short read: what was read is data */
+		}
+		if (n > 0 && !direct)
+			n = cut_check(b, b->fd, (off_t)(aoff + done), n);
+		done += (size_t)n;
+		if (n == 0 || (direct && (n & (RA_IO_PAGE_SIZE - 1))))
+			break; /* the EOF (O_DIRECT: an unaligned count) */
+	}
+	if (done <= off - aoff)
+		return 0;
+	done -= off - aoff;
+	return (ssize_t)(done < len ? done : len);
 }
 
 /* Pieces at least this long with some pages resident are split in halves
@@ -412,7 +498,7 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 			      b->mode == RA_BACKING_IO_BUFFERED};
 	int64_t res = 0;
 
-	if (b->probe)
+	if (b->probe && !cut_lately(b))
 		res = resident_pages(b->fd, page_off(pindex(b, pages[0])),
 				     n << RA_IO_PAGE_SHIFT);
 	if (res > 0 && (size_t)res >= n) {

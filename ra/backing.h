@@ -65,12 +65,17 @@ struct ra_page_ops {
 	void *(*data)(const struct cache_page *p);
 	/* Once per page: 0 = uptodate, else the -errno; drops the ref. */
 	void (*complete)(struct cache_page *p, int err);
+	/* Before complete(p, 0) of a page that held the file's end: only its
+	 * first @len bytes (0: none) are data, the rest was zeroed.  NULL:
+	 * the owner keeps no lengths (every page is taken as full). */
+	void (*set_len)(struct cache_page *p, unsigned int len);
 };
 
 #define RA_CACHE_PAGE_OPS                                                      \
 	{                                                                      \
 		.index = cache_page_index, .data = cache_page_data,            \
 		.complete = cache_page_complete,                               \
+		.set_len = cache_page_set_len,                                 \
 	}
 
 /* Test hook: called instead of preadv(2); returns bytes or -errno. */
@@ -194,6 +199,44 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
  * Return: the descriptor, or -EAGAIN as ra_backing_read_resident().
  */
 int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len);
+
+/* How long a cut keeps a file off the page-cache reads. */
+#define RA_CUT_S 10
+
+/**
+ * ra_backing_cut() - The file was cut short (a truncate, here or behind the
+ * reader; or a change not known to be none): for the next RA_CUT_S seconds
+ * every read of it goes to the disk descriptor -- O_DIRECT in DIRECT mode --
+ * and none to the backing's page cache (the residency probe answers "not
+ * resident", ra_backing_read_resident() and ra_backing_resident_fd() say
+ * -EAGAIN).
+ *
+ * Why: a buffered read takes no lock against truncate on ext4 (nor on
+ * tmpfs): it takes the size, then copies pages that a truncate meanwhile
+ * zeroes in place past its new end -- the tail of the folio holding it, a
+ * large folio's many pages -- so a file cut and extended again while it is
+ * read returns zeros it never held (tests/integration/cut_churn.sh).  A
+ * spliced page is worse: it is copied only when the reply is.  An O_DIRECT
+ * read holds the inode's lock shared against truncate and writes (ext4,
+ * xfs) and reads the disk after writing back the dirty range: a snapshot.
+ * BUFFERED mode has no such read and keeps the race.  Appends and writes
+ * inside the file zero nothing: a file only written keeps its page-cache
+ * reads (the O_DIRECT read would write its dirty pages back first).
+ * Context: Any thread; one relaxed store.
+ */
+void ra_backing_cut(struct ra_backing *b);
+
+/**
+ * ra_backing_read_whole() - Read [@off, @off + @len) around any cache, from
+ * the disk descriptor: O_DIRECT in DIRECT mode (the pages covering the
+ * range, into @abuf), else buffered, cut at the size found after the read
+ * (see ra_backing_cut()).  @abuf: page-aligned, room for @len plus two
+ * pages.  *@data receives where [@off...) starts in @abuf.
+ * Context: Any thread; sleeps in the read.
+ * Return: the bytes read (short only at the EOF the read met), or -errno.
+ */
+ssize_t ra_backing_read_whole(struct ra_backing *b, char *abuf, uint64_t off,
+			      size_t len, char **data);
 
 /**
  * ra_backing_eofs() - How many reads of @b met the file's end (the page

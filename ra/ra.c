@@ -414,8 +414,10 @@ void ra_file_put(struct ra_file *f)
 	__atomic_fetch_sub(&e->files, 1, __ATOMIC_RELEASE);
 }
 
-void ra_file_invalidate(struct ra_file *f)
+void ra_file_invalidate(struct ra_file *f, bool cut)
 {
+	if (cut)
+		ra_backing_cut(f->b);
 	pthread_mutex_lock(&f->lock);
 	ra_stream_table_reset(&f->table);
 	pthread_mutex_unlock(&f->lock);
@@ -443,6 +445,12 @@ ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
 			      size_t len)
 {
 	return ra_backing_read_resident(f->b, buf, off, len);
+}
+
+ssize_t ra_file_read_whole(struct ra_file *f, char *abuf, uint64_t off,
+			   size_t len, char **data)
+{
+	return ra_backing_read_whole(f->b, abuf, off, len, data);
 }
 
 int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len)

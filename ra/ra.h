@@ -334,11 +334,13 @@ void ra_file_put(struct ra_file *f);
 
 /**
  * ra_file_invalidate() - The backing changed (revalidation, truncate):
- * forget the file's streams and cancel its queued windows.  The caller
- * invalidates the cache pages itself.
+ * forget the file's streams and cancel its queued windows.  @cut: it was
+ * cut short (or may have been): read it from the disk only for a while
+ * (ra_backing_cut(), backing.h).  The caller invalidates the cache pages
+ * itself.
  * Context: Online thread; takes f->lock; runs cancellations (may sleep).
  */
-void ra_file_invalidate(struct ra_file *f);
+void ra_file_invalidate(struct ra_file *f, bool cut);
 
 /** ra_state_init() - A fresh handle state (no window, prev_index -1). */
 void ra_state_init(struct ra_state *st);
@@ -398,6 +400,15 @@ void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr);
  */
 ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
 			      size_t len);
+
+/**
+ * ra_file_read_whole() - Read [@off, @off + @len) of @f's backing file
+ * around every cache, from the disk (ra_backing_read_whole(), backing.h):
+ * the read a reader falls back to when the cache cannot serve it.
+ * Return: the bytes (short only at the EOF), or -errno.
+ */
+ssize_t ra_file_read_whole(struct ra_file *f, char *abuf, uint64_t off,
+			   size_t len, char **data);
 
 /**
  * ra_file_resident_fd() - The backing descriptor that reads [@off, @off +

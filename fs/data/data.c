@@ -569,13 +569,15 @@ static bool identity_drop(struct afs_fcache *fc, const struct stat *st,
 			  bool force)
 {
 	struct ra_file *raf;
-	bool changed;
+	bool changed, cut;
 
 	cache_thread_online();
 	pthread_mutex_lock(&fc->lock);
 	changed = force || !st || (uint64_t)st->st_size != fc->size ||
 		  !ts_equal(st->st_mtim, fc->mtime) ||
 		  !ts_equal(st->st_ctim, fc->ctime);
+	/* Shorter, or no size to tell: it may have been cut. */
+	cut = !st || (uint64_t)st->st_size < fc->size;
 	if (changed) {
 		/* Drop the pages before the new EOF is published, so that a
 		 * reader clipped to it finds none of the old bytes. */
@@ -593,7 +595,7 @@ static bool identity_drop(struct afs_fcache *fc, const struct stat *st,
 		return false;
 	/* Streams describe the old contents: forget them with the pages. */
 	if (raf)
-		ra_file_invalidate(raf);
+		ra_file_invalidate(raf, cut);
 	__atomic_add_fetch(&fc->revalidations, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&fc->a->revalidations, 1, __ATOMIC_RELAXED);
 	return true;
@@ -684,7 +686,7 @@ void afs_fcache_changed(struct afs_fcache *fc, int fd, uint64_t off,
 	struct ra_file *raf;
 	struct stat st;
 	uint64_t first, last;
-	bool known;
+	bool known, cut = false;
 
 	if (!fc || (!len && !to_end))
 		return;
@@ -694,6 +696,7 @@ void afs_fcache_changed(struct afs_fcache *fc, int fd, uint64_t off,
 		 * new EOF on (its tail changes either way). */
 		uint64_t old = afs_fcache_size(fc);
 
+		cut = off < old;
 		first = (off < old ? off : old) >> PAGE_SHIFT;
 		last = UINT64_MAX;
 	} else {
@@ -711,7 +714,7 @@ void afs_fcache_changed(struct afs_fcache *fc, int fd, uint64_t off,
 	raf = fc->raf;
 	pthread_mutex_unlock(&fc->lock);
 	if (to_end && raf)
-		ra_file_invalidate(raf);
+		ra_file_invalidate(raf, cut);
 }
 
 void afs_fcache_touched(struct afs_fcache *fc, int fd)

@@ -75,6 +75,26 @@ static int read_backing(const struct afs_read *r, size_t size, uint64_t off)
 	return 0;
 }
 
+/* Around the cache, from the backing's disk descriptor (O_DIRECT where the
+ * backing takes it): a snapshot even while the file is cut behind the
+ * mount, where a buffered read may copy the zeros a truncate writes into
+ * the page cache (ra_backing_cut()). */
+static int read_around(const struct afs_read *r, struct ra_file *raf,
+		       size_t size, uint64_t off)
+{
+	char *buf = afs_thread_buf(size + 2 * PAGE_SIZE);
+	char *data;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	n = ra_file_read_whole(raf, buf, off, size, &data);
+	if (n < 0)
+		return (int)n;
+	reply_buf(r, data, (size_t)n);
+	return 0;
+}
+
 /* The bookkeeping of a read served from the backing's page cache. */
 static void note_resident(struct afs_ahead *a, const struct afs_read *r,
 			  struct ra_state *ra, uint64_t off, size_t n,
@@ -209,8 +229,12 @@ static uint64_t inflight_mark(struct cache_mapping *m, struct cache_page *p,
 
 /*
  * One attempt at the whole reply from the cache.  Returns 0 after replying,
- * or 1 with *@miss the first page that is not UPTODATE and *@locked whether
- * it is there with its I/O in flight (else it is absent).
+ * 1 with *@miss the first page that is not UPTODATE and *@locked whether it
+ * is there with its I/O in flight (else it is absent), or 2 with *@miss a
+ * page whose data ends before the read does (cache_page_len()): it was read
+ * when the file ended there, and the file we know is longer, so either the
+ * page is stale (the file grew) or our size is (it shrank).  Its zeros are
+ * never served.
  *
  * The reply is the last thing done with the reader's state: once the
  * application has its data it may close the file, and whatever frees the
@@ -229,10 +253,12 @@ static int try_reply(const struct afs_read *r, struct ra_file *raf,
 	uint64_t first = off >> PAGE_SHIFT, last = (end - 1) >> PAGE_SHIFT;
 	uint64_t marker, idx;
 	bool marks = true; /* act on one mark per read at most */
+	bool short_page;
 	unsigned int n;
 
 again:
 	marker = NO_INDEX;
+	short_page = false;
 	n = 0;
 	rcu_read_lock();
 	for (idx = first; idx <= last; idx++) {
@@ -245,12 +271,16 @@ again:
 				marker = inflight_mark(m, p, idx, last);
 			break;
 		}
+		to = idx == last ? end - pstart : PAGE_SIZE;
+		if (__builtin_expect(to > cache_page_len(p), 0)) {
+			short_page = true;
+			break;
+		}
 		if (marks && marker == NO_INDEX &&
 		    cache_page_test_clear_readahead(p))
 			marker = idx;
 		pages[n] = p;
 		from = idx == first ? off - pstart : 0;
-		to = idx == last ? end - pstart : PAGE_SIZE;
 		iov[n].iov_base = (char *)cache_page_data(p) + from;
 		iov[n].iov_len = to - from;
 		n++;
@@ -264,7 +294,7 @@ again:
 		if (idx > last)
 			goto again;
 		*miss = idx;
-		return 1;
+		return short_page ? 2 : 1;
 	}
 	/* One use per read, counted on the attempt that replies: a page
 	 * marked again after a mark or a wait would count as used twice, and
@@ -364,8 +394,19 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		last = (end - 1) >> PAGE_SHIFT;
 		if (last >= CACHE_INDEX_LIMIT)
 			goto uncached;
-		if (!try_reply(r, raf, ra, off, end, &miss, &locked))
+		rc = try_reply(r, raf, ra, off, end, &miss, &locked);
+		if (!rc)
 			return 0;
+		if (rc == 2) {
+			/* A page that ended short of the read: drop it and take
+			 * the size again, then look again (read anew, or cut at
+			 * the new end). */
+			cache_mapping_invalidate(fc->map, miss, miss);
+			fsize = refresh_size(r);
+			rc = 0;
+			continue;
+		}
+		rc = 0;
 		if (!counted) {
 			cache_count_miss(fc->map,
 					 count_missing(fc->map, miss, last));
@@ -407,7 +448,7 @@ uncached:
 	__atomic_add_fetch(&a->uncached_reads, 1, __ATOMIC_RELAXED);
 	ra_note_read(ra, off >> PAGE_SHIFT,
 		     ((end - 1) >> PAGE_SHIFT) - (off >> PAGE_SHIFT) + 1);
-	return read_backing(r, end - off, off);
+	return read_around(r, raf, end - off, off);
 }
 
 int afs_fcache_warm(struct afs_fcache *fc, uint64_t first, uint64_t npages)
