@@ -32,6 +32,7 @@
 #include "fs/warm/warm.h"
 #include "fuse_internal.h"
 #include "log.h"
+#include "notify.h"
 
 static const struct fuse_lowlevel_ops afs_ops = {
 	.init = afs_op_init,
@@ -287,6 +288,19 @@ void afs_tune_bdi_once(struct afs_fs *fs)
 			strerror(errno));
 }
 
+static void stop_notifier(struct afs_fs *fs)
+{
+	uint64_t sent, dropped;
+
+	afs_notifier_stop(fs->notifier, &sent, &dropped);
+	fs->notifier = NULL;
+	if (dropped)
+		afs_log(LOG_INFO,
+			"notifier: %llu page invalidations sent, %llu dropped "
+			"(queue full)",
+			(unsigned long long)sent, (unsigned long long)dropped);
+}
+
 static int serve(struct fuse_session *se, const struct afs_opts *o)
 {
 	struct fuse_loop_config *cfg;
@@ -401,6 +415,12 @@ static int run(struct afs_opts *o)
 	start_warm(&fs, o);
 	fs.ahead->watch.mode = afs_watch_backend(watch);
 	afs_log(LOG_INFO, "%s", watching);
+	rc = afs_notifier_start(se, &fs.notifier);
+	if (rc) {
+		afs_log(LOG_ERR, "cannot start the notifier: %s",
+			strerror(-rc));
+		goto out_unmount;
+	}
 	rc = afs_watch_start(watch, &fs.ahead->watch, &afs_watch_adapter, &fs);
 	if (rc) {
 		afs_log(LOG_ERR, "cannot start the watcher: %s", strerror(-rc));
@@ -414,9 +434,10 @@ static int run(struct afs_opts *o)
 	else
 		status = 0;
 out_unmount:
-	/* Its thread sends notifications on @se: stopped first. */
+	/* Their threads send notifications on @se: stopped first. */
 	afs_watch_close(watch);
 	watch = NULL;
+	stop_notifier(&fs);
 	fuse_session_unmount(se);
 	/* Unmounted, the map is saved while every file is still in the
 	 * table (fs.warm is NULL where no warm-up started). */

@@ -40,6 +40,9 @@ struct afs_fs {
 	struct afs_ahead *ahead; /* the data path (fs/data/data.h) */
 	struct afs_warm *warm; /* warm restart (fs/warm/warm.h) or NULL */
 	struct fuse_session *se; /* for notifications */
+	/* Page invalidations a serving thread may not send (notify.h); set
+	 * before the watcher starts, NULL before and after serving. */
+	struct afs_notifier *notifier;
 	pthread_mutex_t open_lock; /* a leaf lock */
 	struct afs_open open_list; /* list head */
 	bool bdi_tuned; /* __atomic: afs_tune_bdi_once() ran */

@@ -52,6 +52,7 @@
 #include "fs/data/data.h"
 #include "fuse_internal.h"
 #include "log.h"
+#include "notify.h"
 
 /*
  * The backing open's flags for an open with @flags.  With the kernel's
@@ -474,9 +475,19 @@ out_put:
 	fuse_reply_err(req, -rc);
 }
 
+/* A READ in progress: the request and how much the reply carried. */
+struct read_req {
+	fuse_req_t req;
+	size_t replied;
+};
+
 static int read_reply(void *ctx, const struct iovec *iov, int n)
 {
-	return fuse_reply_iov(ctx, iov, n);
+	struct read_req *rr = ctx;
+
+	for (int k = 0; k < n; k++)
+		rr->replied += iov[k].iov_len;
+	return fuse_reply_iov(rr->req, iov, n);
 }
 
 /* Resident data, spliced: the pages of the backing's page cache go through
@@ -485,12 +496,14 @@ static int read_reply(void *ctx, const struct iovec *iov, int n)
  * libfuse turns into the reply itself. */
 static int read_reply_fd(void *ctx, int fd, uint64_t off, size_t len)
 {
+	struct read_req *rr = ctx;
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
 
 	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	bv.buf[0].fd = fd;
 	bv.buf[0].pos = (off_t)off;
-	return fuse_reply_data(ctx, &bv, 0);
+	rr->replied = len; /* at most: a short splice is the EOF */
+	return fuse_reply_data(rr->req, &bv, 0);
 }
 
 static void read_interrupted(fuse_req_t req, void *data)
@@ -502,7 +515,22 @@ static void read_interrupted(fuse_req_t req, void *data)
  * replied request is freed, so it must be gone by then. */
 static void read_wait(void *ctx, struct cache_wait_cancel *wc)
 {
-	fuse_req_interrupt_func(ctx, wc ? read_interrupted : NULL, wc);
+	struct read_req *rr = ctx;
+
+	fuse_req_interrupt_func(rr->req, wc ? read_interrupted : NULL, wc);
+}
+
+static uint64_t page_up(uint64_t pos)
+{
+	return (pos + CACHE_PAGE_SIZE - 1) & ~(uint64_t)(CACHE_PAGE_SIZE - 1);
+}
+
+/* A READ of @size at @off whose reply carried @replied bytes asked for a
+ * whole page past the end it found.  (A read of a file's last page asks
+ * for that page whole: not past the end.) */
+static bool read_past_end(uint64_t off, size_t size, size_t replied)
+{
+	return replied < size && page_up(off + replied) < off + size;
 }
 
 void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -518,6 +546,7 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	rc = io_target(req, ino, fi, &t);
 	if (!rc) {
+		struct read_req rr = {.req = req};
 		struct afs_read r = {
 			.fc = t.cached ? afs_inode_fc(t.inode) : NULL,
 			.ra = t.ra,
@@ -530,10 +559,19 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			.fd_min = __atomic_load_n(&fs->splice_min,
 						  __ATOMIC_RELAXED),
 			.wait = read_wait,
-			.ctx = req,
+			.ctx = &rr,
 		};
 
 		rc = afs_data_read(fs->ahead, &r, (uint64_t)off, size);
+		/* Kernel mode: the kernel asked for whole pages past the end
+		 * the reply found -- it believed the file longer, so it was
+		 * cut -- and fills them with zeros, which it keeps if its
+		 * attributes moved meanwhile: have them dropped at once.
+		 * Not from here (notify.h). */
+		if (!rc && !t.keep_data &&
+		    read_past_end((uint64_t)off, size, rr.replied))
+			afs_notifier_inval(fs->notifier, ino,
+					   page_up((uint64_t)off + rr.replied));
 		io_target_put(fs, &t);
 	}
 	if (rc)
