@@ -104,6 +104,17 @@ static inline struct afs_fs *afs_req_fs(fuse_req_t req)
 struct afs_inode *afs_req_inode(fuse_req_t req, fuse_ino_t ino);
 
 /**
+ * afs_inode_io_fd() - The inode's own descriptor, for requests that come
+ * with no handle (opens=none), opened on first use: as the daemon,
+ * read-write, else read-only (a read-only backing, a running executable, a
+ * non-root daemon without write access).
+ * Context: Serving thread, with the daemon's own credentials (not between
+ * afs_req_creds_enter() and afs_creds_leave()).
+ * Return: the descriptor (kept by @i), or -errno.
+ */
+int afs_inode_io_fd(struct afs_fs *fs, struct afs_inode *i);
+
+/**
  * afs_open_add() - Put @h on @fs's list of open handles.
  *
  * Context: Takes fs->open_lock.

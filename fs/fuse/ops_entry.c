@@ -426,15 +426,17 @@ void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, fs->attr_timeout);
 }
 
+/* @io_fd: the inode's own descriptor for an ftruncate() through an open
+ * file that has no handle (opens=none), or -1. */
 static int do_setattr(struct afs_inode *i, struct stat *attr, int valid,
-		      struct fuse_file_info *fi)
+		      struct fuse_file_info *fi, int io_fd)
 {
 	char proc[AFS_PROCPATH_LEN];
-	int fd = -1;
+	int fd = io_fd;
 
 	/* Only truncation carries an open file, and only regular files have
 	 * a struct afs_file in fh (a directory's is a struct afs_dir). */
-	if (fi && fi->fh && S_ISREG(i->type)) /* opens=none: no handle */
+	if (fi && fi->fh && S_ISREG(i->type))
 		fd = afs_fi_fd(fi);
 	afs_procpath(proc, i->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
@@ -547,7 +549,7 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct afs_creds c;
 	struct stat st;
 	mode_t kill, mode = 0;
-	int rc, times = 0;
+	int rc, times = 0, io_fd = -1;
 
 	if (!i)
 		return;
@@ -565,9 +567,22 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		times = valid &
 			(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 			 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW);
+	/* ftruncate() through a file opened with no OPEN (opens=none): the
+	 * kernel checked the descriptor's write access when it was opened, as
+	 * it does for every open under opens=none -- a descriptor made with
+	 * O_CREAT and mode 0 may be truncated.  The path, opened again as the
+	 * caller, would not be: truncate through the inode's own read-write
+	 * descriptor, still as the caller (who clears setuid and setgid as the
+	 * backing would). */
+	if (fi && !fi->fh && S_ISREG(i->type) && (valid & FUSE_SET_ATTR_SIZE)) {
+		io_fd = afs_inode_io_fd(fs, i);
+		if (io_fd >= 0 &&
+		    __atomic_load_n(&i->io_wr_err, __ATOMIC_ACQUIRE))
+			io_fd = -1; /* read-only: the path, as before */
+	}
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
-		rc = do_setattr(i, attr, valid & ~times, fi);
+		rc = do_setattr(i, attr, valid & ~times, fi, io_fd);
 		if (!rc && kill)
 			rc = kill_as_caller(i, kill, valid, &mode);
 		afs_creds_leave(&c);
@@ -579,7 +594,7 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		rc = chmod(proc, mode) ? -errno : 0;
 	}
 	if (!rc && times)
-		rc = do_setattr(i, attr, times, fi);
+		rc = do_setattr(i, attr, times, fi, -1);
 	if (!rc)
 		rc = afs_stat(i, &st);
 	/* Our own change of mode, owner or times moves ctime: take the new

@@ -160,10 +160,7 @@ struct io_target {
 	bool ref; /* @inode is a reference of ours (io_target_put) */
 };
 
-/* The inode's own descriptor (opens=none), opened on first use.  As the
- * daemon, read-write, else read-only (a read-only backing, a running
- * executable, a non-root daemon without write access). */
-static int inode_io_fd(struct afs_fs *fs, struct afs_inode *i)
+int afs_inode_io_fd(struct afs_fs *fs, struct afs_inode *i)
 {
 	char proc[AFS_PROCPATH_LEN];
 	int fd = __atomic_load_n(&i->io_fd, __ATOMIC_ACQUIRE), won;
@@ -215,7 +212,7 @@ static int io_target(fuse_req_t req, fuse_ino_t ino,
 		afs_itable_put(&fs->itable, t->inode);
 		return -EBADF;
 	}
-	t->fd = inode_io_fd(fs, t->inode);
+	t->fd = afs_inode_io_fd(fs, t->inode);
 	if (t->fd < 0) {
 		afs_itable_put(&fs->itable, t->inode);
 		return t->fd;

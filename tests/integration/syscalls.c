@@ -528,6 +528,15 @@ static void seq_setattr(void)
 	fd = OPEN("f", O_RDONLY, 0);
 	R("ftruncate O_RDONLY", ftruncate(fd, 0));
 	CLOSE(fd);
+	/* A descriptor made with mode 0: the open checked nothing (the file
+	 * is new), and ftruncate() and write() through it work, whoever the
+	 * caller (pjdfstest's ftruncate/ and open/ cases). */
+	fd = OPEN("m0", O_CREAT | O_RDWR, 0);
+	R("ftruncate mode 0", ftruncate(fd, 123));
+	FS("m0 after ftruncate", fd);
+	R("write mode 0", write(fd, "x", 1));
+	CLOSE(fd);
+	R("unlink m0", unlinkat(D, "m0", 0));
 
 	/* Times: exact values, UTIME_OMIT keeps, UTIME_NOW sets now. */
 	struct timespec ts[2] = {{1000000000, 123456789},
