@@ -41,7 +41,6 @@
  *                                     cache_count_hit(), cache_count_miss()
  *   takes the mapping's lock:         cache_insert_range(),
  *                                     cache_mapping_invalidate(),
- *                                     cache_mapping_revalidate(),
  *                                     cache_page_drop_to_history(),
  *                                     cache_page_complete() (on error)
  *   may sleep (never inside an RCU read-side section): cache_page_wait(),

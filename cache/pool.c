@@ -17,11 +17,11 @@
  * c->budget_pages.
  *
  * ThreadSanitizer build (AHEADFS_TSAN): each page is a calloc()ed
- * descriptor and a posix_memalign()ed buffer, freed in the RCU callback.
- * liburcu is not TSan-annotated, so TSan cannot see that a grace period
- * orders a reader's last access before the free; with real free()s the
- * only reports are the frees in cache_pool_page_free_rcu(), which
- * tests/tsan.supp suppresses by name.  Recycling through the free list
+ * descriptor and a posix_memalign()ed buffer, freed by the grace thread
+ * after the grace period.  liburcu is not TSan-annotated, so TSan cannot
+ * see that a grace period orders a reader's last access before the free;
+ * with real free()s the only reports are the frees in
+ * cache_pool_grace_free(), which tests/tsan.supp suppresses by name.  Recycling through the free list
  * would instead make the *next user's* writes race with the old reader,
  * which no narrow suppression could tell from a real bug.  The budget
  * accounting is identical in both builds.
