@@ -138,20 +138,11 @@ static uint64_t tune_base_max(const struct ra_file *f, uint64_t w)
 {
 	uint64_t max = w & TUNE_MAX_MASK;
 
-	if (!max) {
-		uint64_t floor = f->e->cfg.auto_floor_bytes >> RA_PAGE_SHIFT;
-
-		uint64_t io = f->geom.max_io >> RA_PAGE_SHIFT;
-
-		max = f->geom.max_window >> RA_PAGE_SHIFT;
-		if (max < floor)
-			max = floor;
-		/* Whole device requests at the cap (ra/geometry.h). */
-		if (io > 1 && max > io && max % io)
-			max += io - max % io;
-	}
 	if (!max)
-		max = RA_GEOM_MIN_WINDOW >> RA_PAGE_SHIFT;
+		max = ra_auto_max_bytes(f->geom.stripe,
+					f->e->cfg.auto_floor_bytes,
+					f->geom.max_io) >>
+		      RA_PAGE_SHIFT;
 	return max;
 }
 

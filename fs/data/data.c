@@ -27,8 +27,6 @@
 
 #define PAGE_SHIFT CACHE_PAGE_SHIFT
 #define PAGE_SIZE CACHE_PAGE_SIZE
-/* An unaligned request of the largest size spans one page more. */
-#define READ_MAX_PAGES (AFS_DATA_MAX_REQUEST / PAGE_SIZE + 1)
 #define FILES_MIN_BUCKETS 256
 
 uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
@@ -37,16 +35,15 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 	uint64_t window = cfg->ra.max_bytes;
 	uint64_t workers = ra_workers_of(&cfg->ra);
 
-	if (!window) {
-		window = 2 * cfg->ra.stripe_bytes;
-		if (window < cfg->ra.auto_floor_bytes)
-			window = cfg->ra.auto_floor_bytes;
-		if (window < (1u << 20))
-			window = 1u << 20;
-	}
+	/* The stripe given as an option, not yet probed: no rounding to the
+	 * device's requests either. */
+	if (!window)
+		window = ra_auto_max_bytes(cfg->ra.stripe_bytes,
+					   cfg->ra.auto_floor_bytes, 0);
 	/* Each FUSE thread holds at most one request's pages while it waits;
 	 * each worker fills at most one window at a time. */
-	return (threads + workers) * (uint64_t)READ_MAX_PAGES * PAGE_SIZE +
+	return (threads + workers) * (uint64_t)AFS_DATA_MAX_REQUEST_PAGES *
+		       PAGE_SIZE +
 	       workers * window;
 }
 

@@ -92,6 +92,9 @@
 /* The largest request the daemon takes (max_write, and so the kernel's
  * max_pages of 256 for reads too). */
 #define AFS_DATA_MAX_REQUEST (1U << 20)
+/* The most cache pages one request spans: an unaligned request of the
+ * largest size spans one page more. */
+#define AFS_DATA_MAX_REQUEST_PAGES (AFS_DATA_MAX_REQUEST / CACHE_PAGE_SIZE + 1)
 
 /* The least automatic readahead cap: windows of at most the kernel's
  * largest FUSE request (1 MiB) never get ahead of the kernel's own readahead
