@@ -144,6 +144,13 @@ extern const char *const afs_write_mode_names[];
 
 /**
  * struct afs_ahead_config - The data path options (-o cache_size=, ...).
+ *
+ * What 0 means: the default, worked out where it is used (here and in
+ * struct ra_config), except in the two fields that can be turned off,
+ * write_behind and write_direct, where 0 is off (the option table,
+ * fs/fuse/opts.c, names each).  Start from afs_ahead_config_init(), the
+ * daemon's defaults, not from {0}: with {0} write-behind is off.
+ *
  * @cache_size: Cache budget in bytes; 0: the default (afs_ahead_cache_size()).
  * @threads: Serving threads: the default budget is never below what they
  *	and the readahead workers need (afs_ahead_min_cache()).
@@ -172,6 +179,16 @@ struct afs_ahead_config {
 	uint64_t write_behind;
 	uint64_t write_direct;
 };
+
+/**
+ * afs_ahead_config_init() - The data path's defaults, as the daemon's option
+ * parser starts from them: write-behind pieces of AFS_WRITE_BEHIND_DEFAULT,
+ * AFS_IDLE_FILES_DEFAULT idle files, RA_WORKERS_DEFAULT readahead workers;
+ * every other field 0 (its default, or off for write_direct).  A test that
+ * builds a configuration starts here and changes what it is about.
+ * Context: Pure.
+ */
+void afs_ahead_config_init(struct afs_ahead_config *cfg);
 
 struct afs_fcache;
 

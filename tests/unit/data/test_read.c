@@ -74,10 +74,7 @@ static void write_file(struct fixture *fx, uint64_t size)
 static int setup_budget(void **state, uint64_t budget, uint64_t size)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	struct afs_ahead_config cfg = {
-		.cache_size = budget,
-		.manual_reclaim = true,
-		.ra = {.max_bytes = 256 << 10, .workers = 2}};
+	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct afs_file_key key;
 	char err[256];
@@ -88,6 +85,11 @@ static int setup_budget(void **state, uint64_t budget, uint64_t size)
 	fx->fd = mkstemp(fx->path);
 	assert_true(fx->fd >= 0);
 	write_file(fx, size);
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = budget;
+	cfg.manual_reclaim = true;
+	cfg.ra.max_bytes = 256 << 10;
+	cfg.ra.workers = 2;
 	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
 	key = (struct afs_file_key){.dev = fx->st.st_dev, .ino = fx->st.st_ino};
 	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fx->fc), 0);
@@ -829,15 +831,17 @@ static void test_idle_revived_changed(void **state)
 static void test_idle_limit(void **state)
 {
 	struct fixture *fx = *state;
-	struct afs_ahead_config cfg = {
-		.cache_size = 64u << 20,
-		.manual_reclaim = true,
-		.idle_files = 2,
-		.ra = {.max_bytes = 256 << 10, .workers = 1}};
+	struct afs_ahead_config cfg;
 	struct afs_fcache *fc[4];
 	struct afs_ahead *a;
 	char err[256];
 
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 64u << 20;
+	cfg.manual_reclaim = true;
+	cfg.idle_files = 2;
+	cfg.ra.max_bytes = 256 << 10;
+	cfg.ra.workers = 1;
 	assert_int_equal(afs_ahead_create(&cfg, &a, err, sizeof(err)), 0);
 	for (int i = 0; i < 4; i++) {
 		struct afs_file_key key = {.dev = 1, .ino = 100 + i};
