@@ -148,7 +148,7 @@ extern const char *const afs_write_mode_names[];
  * What 0 means: the default, worked out where it is used (here and in
  * struct ra_config), except in the two fields that can be turned off,
  * write_behind and write_direct, where 0 is off (the option table,
- * fs/fuse/opts.c, names each).  Start from afs_ahead_config_init(), the
+ * fs/fuse/opts_table.c, names each).  Start from afs_ahead_config_init(), the
  * daemon's defaults, not from {0}: with {0} write-behind is off.
  *
  * @cache_size: Cache budget in bytes; 0: the default (afs_ahead_cache_size()).

@@ -3,7 +3,8 @@
  *
  * The FUSE adapter (fs/fuse/): it turns requests into backing system calls
  * and data path calls (fs/data/data.h) and replies.
- *   opts.{c,h}    command line: option table, parser, checks before mounting
+ *   opts.{c,h}    command line: parser, checks before mounting
+ *   opts_table.{c,h} the option table, --help and every option's default
  *   daemon.c      afs_main(): session, mount, signals, logging, rlimit, the
  *                 multi-threaded loop; the fuse_lowlevel_ops table
  *   inode.{c,h}   inode table: node ids <-> backing inodes (O_PATH fds,
