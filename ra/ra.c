@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "debug/debug.h"
 #include "backing.h"
 #include "decide.h"
 #include "geometry.h"
@@ -153,6 +154,7 @@ static uint64_t tune_sync_locked(struct ra_file *f)
 {
 	uint64_t w = __atomic_load_n(&f->e->tune, __ATOMIC_ACQUIRE);
 
+	afs_assert_held(&f->lock);
 	if (w != f->tune_seen) {
 		f->tune_seen = w;
 		f->base_max = tune_base_max(f, w);
@@ -391,6 +393,7 @@ void ra_file_put(struct ra_file *f)
 {
 	struct ra_engine *e;
 
+	afs_assert_no_rcu();
 	if (!f || __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	e = f->e;
@@ -479,6 +482,7 @@ static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
 {
 	struct cache_mapping_stats ms;
 
+	afs_assert_held(&f->lock);
 	if (thrash)
 		ra_stream_thrash(&f->table, index);
 	cache_mapping_stats(f->m, &ms);
@@ -536,6 +540,7 @@ static uint64_t rate_max(struct ra_state *st, uint64_t index, uint64_t max,
 {
 	uint64_t cap;
 
+	afs_assert_held(&st->lock);
 	if (st->mark_ns && index > st->mark_index &&
 	    index - st->mark_index <= 4 * max && now > st->mark_ns) {
 		double rate = (double)(index - st->mark_index) * 1e9 /
@@ -879,6 +884,7 @@ int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
 	struct ra_due due;
 	bool refault;
 
+	afs_assert_no_rcu();
 	if (!nr || index >= CACHE_INDEX_LIMIT || nr > CACHE_INDEX_LIMIT - index)
 		return -EINVAL;
 	refault = is_history(f, index);
@@ -894,6 +900,7 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 	struct ra_due due;
 	int rc;
 
+	afs_assert_no_rcu();
 	if (!nr || index >= CACHE_INDEX_LIMIT)
 		return -EINVAL;
 	decide(f, st, true, index, nr, &d, &due);
@@ -933,6 +940,7 @@ int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
 {
 	uint64_t eof, first, last;
 
+	afs_assert_no_rcu();
 	if ((unsigned int)advice > RA_ADVICE_DONTNEED)
 		return -EINVAL;
 	first = off >> RA_PAGE_SHIFT;

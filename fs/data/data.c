@@ -24,6 +24,7 @@
 
 #include "fs/data/data.h"
 #include "fs/data/pressure.h"
+#include "debug/debug.h"
 
 #define PAGE_SHIFT CACHE_PAGE_SHIFT
 #define PAGE_SIZE CACHE_PAGE_SIZE
@@ -226,6 +227,7 @@ static void grow_locked(struct afs_ahead *a)
 	size_t n = a->nbuckets * 2, old = a->nbuckets;
 	struct afs_fcache **b = calloc(n, sizeof(*b)), **ob = a->files;
 
+	afs_assert_held(&a->files_lock);
 	if (!b)
 		return;
 	a->files = b;
@@ -246,6 +248,7 @@ static void grow_locked(struct afs_ahead *a)
 
 static void identity_set_locked(struct afs_fcache *fc, const struct stat *st)
 {
+	afs_assert_held(&fc->lock);
 	fc->mtime = st->st_mtim;
 	fc->ctime = st->st_ctim;
 	__atomic_store_n(&fc->size, (uint64_t)st->st_size, __ATOMIC_RELEASE);
@@ -271,7 +274,11 @@ static struct afs_fcache *fcache_new(struct afs_ahead *a,
 	fc->a = a;
 	fc->key = *key;
 	fc->direct_fd = -1;
-	identity_set_locked(fc, st); /* not yet shared */
+	/* Not yet shared, but the rule is the rule (debug builds check
+	 * it): uncontended, once per file. */
+	pthread_mutex_lock(&fc->lock);
+	identity_set_locked(fc, st);
+	pthread_mutex_unlock(&fc->lock);
 	ra_state_init(&fc->ra);
 	fc->refs = 1;
 	return fc;
@@ -305,6 +312,7 @@ unsigned int afs_ahead_idle_max(const struct afs_ahead *a)
 
 static void idle_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
+	afs_assert_held(&a->files_lock);
 	if (fc->idle_prev)
 		fc->idle_prev->idle_next = fc->idle_next;
 	else
@@ -324,12 +332,14 @@ static void idle_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
  * parks a file there once. */
 static void ref_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
+	afs_assert_held(&a->files_lock);
 	if (!fc->refs++ && fc->idle)
 		idle_unlink_locked(a, fc);
 }
 
 static void idle_push_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
+	afs_assert_held(&a->files_lock);
 	fc->idle = true;
 	fc->idle_prev = NULL;
 	fc->idle_next = a->idle_head;
@@ -345,6 +355,7 @@ static void table_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
 	struct afs_fcache **pp;
 
+	afs_assert_held(&a->files_lock);
 	for (pp = &a->files[key_bucket(a, &fc->key)]; *pp != fc;
 	     pp = &(*pp)->next)
 		;
@@ -359,6 +370,7 @@ static struct afs_fcache *idle_trim_locked(struct afs_ahead *a, size_t keep)
 {
 	struct afs_fcache *victims = NULL;
 
+	afs_assert_held(&a->files_lock);
 	while (a->nidle > keep) {
 		struct afs_fcache *fc = a->idle_tail;
 
@@ -388,6 +400,7 @@ size_t afs_ahead_drop_idle(struct afs_ahead *a)
 {
 	struct afs_fcache *victims;
 
+	afs_assert_no_rcu();
 	pthread_mutex_lock(&a->files_lock);
 	victims = idle_trim_locked(a, 0);
 	pthread_mutex_unlock(&a->files_lock);
@@ -469,6 +482,7 @@ void afs_fcache_put(struct afs_fcache *fc)
 	size_t dropped;
 	int dfd;
 
+	afs_assert_no_rcu();
 	if (!fc)
 		return;
 	a = fc->a;
@@ -505,6 +519,7 @@ void afs_fcache_put(struct afs_fcache *fc)
 
 static void snap_locked(struct afs_fcache *fc, struct afs_file_snap *s)
 {
+	afs_assert_held(&fc->a->files_lock);
 	s->key = fc->key;
 	pthread_mutex_lock(&fc->lock);
 	s->size = fc->size;

@@ -151,16 +151,20 @@ static int reply_check(void *ctx, const struct iovec *iov, int n)
 	for (int v = 0; v < n; v++) {
 		const uint8_t *b = iov[v].iov_base;
 
-		/* Inside the RCU section for cached pages: the page of this
-		 * byte must hold it at this very address. */
+		/* A reply from cached pages comes inside the read's RCU
+		 * section: the page of this byte must hold it at this very
+		 * address.  (A reply from a buffer comes outside it: the
+		 * lookup takes its own section, nested or not.) */
 		if (r->fc) {
-			struct cache_page *p =
-				cache_lookup_rcu(r->fc->map, r->off / PAGE);
+			struct cache_page *p;
 
+			rcu_read_lock();
+			p = cache_lookup_rcu(r->fc->map, r->off / PAGE);
 			if (!p || (const uint8_t *)cache_page_data(p) +
 						  r->off % PAGE !=
 					  b)
 				r->from_pages = false;
+			rcu_read_unlock();
 		}
 		for (size_t i = 0; i < iov[v].iov_len; i++, r->off++)
 			if (b[i] != pattern(r->off))
