@@ -32,7 +32,8 @@
  * rcu_register_thread() on that thread.  Threads the cache creates (the
  * reclaimer) register themselves; the grace thread is not a reader.
  *
- * Locking (each function repeats its rule in a Context: line):
+ * Locking (each function repeats its rule in a Context: line; debug builds
+ * assert it where the function runs, debug/debug.h):
  *   caller holds the RCU read lock:   cache_lookup_rcu(),
  *                                     cache_next_hole_rcu(),
  *                                     cache_prev_hole_rcu(),
@@ -41,7 +42,6 @@
  *                                     cache_count_hit(), cache_count_miss()
  *   takes the mapping's lock:         cache_insert_range(),
  *                                     cache_mapping_invalidate(),
- *                                     cache_mapping_revalidate(),
  *                                     cache_page_drop_to_history(),
  *                                     cache_page_complete() (on error)
  *   may sleep (never inside an RCU read-side section): cache_page_wait(),

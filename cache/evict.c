@@ -46,6 +46,7 @@
 
 void cache_lru_add_locked(struct cache *c, struct cache_page *p)
 {
+	afs_assert_held(&c->lru_lock);
 	assert(p->queue == CACHE_QUEUE_NONE);
 	cds_list_add_tail(&p->lru, &c->small);
 	p->queue = CACHE_QUEUE_SMALL;
@@ -54,6 +55,7 @@ void cache_lru_add_locked(struct cache *c, struct cache_page *p)
 
 void cache_lru_del_locked(struct cache *c, struct cache_page *p)
 {
+	afs_assert_held(&c->lru_lock);
 	assert(p->queue != CACHE_QUEUE_NONE);
 	cds_list_del(&p->lru);
 	if (p->queue == CACHE_QUEUE_SMALL)
@@ -66,6 +68,7 @@ void cache_lru_del_locked(struct cache *c, struct cache_page *p)
 static void move_tail_locked(struct cache *c, struct cache_page *p,
 			     uint8_t queue)
 {
+	afs_assert_held(&c->lru_lock);
 	cache_lru_del_locked(c, p);
 	cds_list_add_tail(&p->lru,
 			  queue == CACHE_QUEUE_SMALL ? &c->small : &c->main);
@@ -96,6 +99,7 @@ static unsigned int isolate_locked(struct cache *c, struct cache_page **out,
 	 * the eviction of cold pages in main, nor the reverse). */
 	uint64_t small_skips = 0, main_skips = 0;
 
+	afs_assert_held(&c->lru_lock);
 	while (nr < max && budget--) {
 		bool small_ok = c->nr_small && small_skips < c->nr_small;
 		bool main_ok = c->nr_main && main_skips < c->nr_main;
@@ -165,6 +169,7 @@ uint64_t cache_reclaim(struct cache *c, uint64_t nr_pages)
 	struct cache_page *victims[RECLAIM_BATCH];
 	uint64_t done = 0;
 
+	afs_assert_no_rcu();
 	while (done < nr_pages) {
 		unsigned int want = nr_pages - done < RECLAIM_BATCH
 					    ? (unsigned int)(nr_pages - done)
@@ -185,6 +190,7 @@ uint64_t cache_reclaim(struct cache *c, uint64_t nr_pages)
 /* Pages that still count against the budget once their grace period ends. */
 static uint64_t live_pages_locked(const struct cache *c)
 {
+	afs_assert_held(&c->pool_lock);
 	return c->used - c->pending;
 }
 

@@ -76,6 +76,7 @@ static uint64_t drop_range_locked(struct cache_mapping *m, uint64_t first,
 {
 	uint64_t pos = first, pages = 0;
 
+	afs_assert_held(&m->lock);
 	while ((pos = cache_tree_next_entry_rcu(&m->tree, pos, last, false)) !=
 	       UINT64_MAX) {
 		void *e = cache_tree_lookup_rcu(&m->tree, pos);
@@ -144,6 +145,7 @@ static void trim_history_locked(struct cache_mapping *m)
 	uint64_t max = m->cache->history_max, target = max - max / 4, pos = 0;
 	uint64_t trimmed = 0;
 
+	afs_assert_held(&m->lock);
 	if (m->tree.history <= max)
 		return;
 	while (m->tree.history > target &&
@@ -169,6 +171,7 @@ static uint64_t to_history_locked(struct cache_mapping *m, uint64_t first,
 {
 	uint64_t pos = first, n = 0;
 
+	afs_assert_held(&m->lock);
 	for (;;) {
 		struct cache_page *p;
 
@@ -229,8 +232,10 @@ uint64_t cache_note_given(struct cache_mapping *m, uint64_t first,
 
 struct cache_page *cache_lookup_rcu(struct cache_mapping *m, uint64_t index)
 {
-	struct cache_page *p = cache_tree_lookup_rcu(&m->tree, index);
+	struct cache_page *p;
 
+	afs_assert_rcu();
+	p = cache_tree_lookup_rcu(&m->tree, index);
 	if (!cache_entry_is_page(p))
 		return NULL;
 	if (cache_page_flags(p) & (CACHE_PG_ERROR | CACHE_PG_REMOVED))
@@ -240,6 +245,7 @@ struct cache_page *cache_lookup_rcu(struct cache_mapping *m, uint64_t index)
 
 bool cache_history_rcu(struct cache_mapping *m, uint64_t index)
 {
+	afs_assert_rcu();
 	return index < CACHE_INDEX_LIMIT &&
 	       cache_tree_lookup_rcu(&m->tree, index) == CACHE_HISTORY;
 }
@@ -247,12 +253,14 @@ bool cache_history_rcu(struct cache_mapping *m, uint64_t index)
 uint64_t cache_next_hole_rcu(struct cache_mapping *m, uint64_t index,
 			     uint64_t max_scan)
 {
+	afs_assert_rcu();
 	return cache_tree_next_hole_rcu(&m->tree, index, max_scan);
 }
 
 uint64_t cache_prev_hole_rcu(struct cache_mapping *m, uint64_t index,
 			     uint64_t max_scan)
 {
+	afs_assert_rcu();
 	return cache_tree_prev_hole_rcu(&m->tree, index, max_scan);
 }
 
@@ -262,6 +270,7 @@ unsigned int cache_gang_lookup_rcu(struct cache_mapping *m, uint64_t first,
 {
 	unsigned int nr, kept = 0;
 
+	afs_assert_rcu();
 	if (first > last)
 		return 0;
 	nr = cache_tree_gang_rcu(&m->tree, first, last, (void **)pages, max);
@@ -366,6 +375,7 @@ int cache_insert_range(struct cache_mapping *m, uint64_t start, uint64_t nr,
 	uint64_t missing, end;
 	int rc = 0;
 
+	afs_assert_no_rcu();
 	*nr_out = 0;
 	if (!nr || start >= CACHE_INDEX_LIMIT ||
 	    nr > CACHE_INDEX_LIMIT - start || nr > UINT32_MAX ||

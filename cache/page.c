@@ -130,6 +130,7 @@ void cache_page_remove_locked(struct cache_mapping *m, struct cache_page *p,
 	struct cache *c = m->cache;
 	int rc;
 
+	afs_assert_held(&m->lock);
 	assert(!(cache_page_flags(p) & CACHE_PG_REMOVED));
 	assert(cache_tree_lookup_rcu(&m->tree, p->index) == p);
 	__atomic_fetch_or(&p->flags, (uint16_t)(CACHE_PG_REMOVED | flags),
@@ -221,6 +222,7 @@ int cache_page_wait(struct cache_page *p, struct cache_wait_cancel *wc)
 	struct cache_waitq *q;
 	int rc = 1;
 
+	afs_assert_no_rcu();
 	if (!(f & CACHE_PG_LOCKED))
 		return wait_result(p, f);
 	if (wc && __atomic_load_n(&wc->cancelled, __ATOMIC_SEQ_CST))

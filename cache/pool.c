@@ -17,11 +17,11 @@
  * c->budget_pages.
  *
  * ThreadSanitizer build (AHEADFS_TSAN): each page is a calloc()ed
- * descriptor and a posix_memalign()ed buffer, freed in the RCU callback.
- * liburcu is not TSan-annotated, so TSan cannot see that a grace period
- * orders a reader's last access before the free; with real free()s the
- * only reports are the frees in cache_pool_page_free_rcu(), which
- * tests/tsan.supp suppresses by name.  Recycling through the free list
+ * descriptor and a posix_memalign()ed buffer, freed by the grace thread
+ * after the grace period.  liburcu is not TSan-annotated, so TSan cannot
+ * see that a grace period orders a reader's last access before the free;
+ * with real free()s the only reports are the frees in
+ * cache_pool_grace_free(), which tests/tsan.supp suppresses by name.  Recycling through the free list
  * would instead make the *next user's* writes race with the old reader,
  * which no narrow suppression could tell from a real bug.  The budget
  * accounting is identical in both builds.
@@ -126,6 +126,7 @@ static void *chunk_map(size_t bytes)
 static void chunk_set_free_locked(struct cache *c, struct cache_chunk *ch,
 				  unsigned int slot)
 {
+	afs_assert_held(&c->pool_lock);
 	assert(!(ch->freemap[slot / 64] & (1ULL << (slot % 64))));
 	ch->freemap[slot / 64] |= 1ULL << (slot % 64);
 	ch->untrimmed[slot / 64] |= 1ULL << (slot % 64);
@@ -146,6 +147,7 @@ static int chunk_add_locked(struct cache *c)
 			      : 0; /* a shrunk budget */
 	struct cache_chunk *ch;
 
+	afs_assert_held(&c->pool_lock);
 	if (nr > CACHE_CHUNK_PAGES)
 		nr = CACHE_CHUNK_PAGES;
 	if (!nr)
@@ -190,6 +192,7 @@ static struct cache_page *page_get_locked(struct cache *c)
 	struct cache_chunk *ch;
 	unsigned int w, slot;
 
+	afs_assert_held(&c->pool_lock);
 	if (cds_list_empty(&c->partial) && chunk_add_locked(c))
 		return NULL;
 	ch = cds_list_first_entry(&c->partial, struct cache_chunk, partial);
@@ -206,6 +209,7 @@ static struct cache_page *page_get_locked(struct cache *c)
 
 static void page_release_locked(struct cache *c, struct cache_page *p)
 {
+	afs_assert_held(&c->pool_lock);
 	chunk_set_free_locked(c, p->chunk, (unsigned int)(p - p->chunk->pages));
 }
 #else
@@ -213,6 +217,7 @@ static struct cache_page *page_get_locked(struct cache *c)
 {
 	struct cache_page *p = calloc(1, sizeof(*p));
 
+	afs_assert_held(&c->pool_lock);
 	if (!p)
 		return NULL;
 	if (posix_memalign(&p->data, CACHE_PAGE_SIZE, CACHE_PAGE_SIZE)) {
@@ -224,6 +229,7 @@ static struct cache_page *page_get_locked(struct cache *c)
 
 static void page_release_locked(struct cache *c, struct cache_page *p)
 {
+	afs_assert_held(&c->pool_lock);
 	free(p->data);
 	free(p);
 }

@@ -3,8 +3,9 @@
  * Why it matters: a RAID0 of N disks reads at N times one disk's speed only
  * when N chunk-sized I/Os are in flight at once.  backing.c splits runs on
  * chunk boundaries and issues the pieces in parallel; ra.c caps windows at
- * max(1 MiB, 2 x stripe width) so one window keeps every disk busy twice over
- * and rounds window ends to stripe boundaries (ra_geometry_round_end()).
+ * ra_auto_max_bytes(), at least 2 x stripe width, so one window keeps every
+ * disk busy twice over, and rounds window ends to stripe boundaries
+ * (ra_geometry_round_end()).
  *
  * Chunk and stripe are applied to file offsets: a filesystem created with
  * the stripe hint (mkfs.ext4 -E stride=,stripe_width=, xfs sunit/swidth)
@@ -117,7 +118,7 @@ static void make_invalid(struct ra_geometry *g)
 	memset(g, 0, sizeof(*g));
 	memcpy(g->why, why, sizeof(why));
 	g->source = RA_GEOM_INVALID;
-	g->max_window = RA_GEOM_MIN_WINDOW;
+	g->max_window = ra_auto_max_bytes(0, 0, 0);
 }
 
 static void set_invalid(struct ra_geometry *g, const char *fmt, uint64_t v)
@@ -140,10 +141,17 @@ static unsigned int data_disks_for_level(const char *level, unsigned int disks)
 	return disks; /* raid0, linear is not striped but has no chunk */
 }
 
-static uint64_t default_window(uint64_t stripe)
+uint64_t ra_auto_max_bytes(uint64_t stripe, uint64_t floor, uint64_t max_io)
 {
-	return stripe * 2 > RA_GEOM_MIN_WINDOW ? stripe * 2
-					       : RA_GEOM_MIN_WINDOW;
+	uint64_t cap = RA_AUTO_MAX_MIN;
+
+	if (floor > cap)
+		cap = floor;
+	if (stripe * 2 > cap)
+		cap = stripe * 2;
+	if (max_io > GEOM_PAGE && cap > max_io && cap % max_io)
+		cap += max_io - cap % max_io;
+	return cap;
 }
 
 int ra_geometry_probe(const char *sysfs_root, dev_t dev, struct ra_geometry *g)
@@ -157,7 +165,7 @@ int ra_geometry_probe(const char *sysfs_root, dev_t dev, struct ra_geometry *g)
 	if (!sysfs_root || !g)
 		return -EINVAL;
 	memset(g, 0, sizeof(*g));
-	g->max_window = RA_GEOM_MIN_WINDOW;
+	g->max_window = ra_auto_max_bytes(0, 0, 0);
 	/* tmpfs, overlay, FUSE, NFS: anonymous device, no queue. */
 	if (major(dev) == 0)
 		return 0;
@@ -210,7 +218,7 @@ int ra_geometry_probe(const char *sysfs_root, dev_t dev, struct ra_geometry *g)
 		if (io_opt % GEOM_PAGE) {
 			/* A device-reported io_opt that is not page-sized
 			 * cannot drive page-granular splits: ignore it. */
-			g->max_window = RA_GEOM_MIN_WINDOW;
+			g->max_window = ra_auto_max_bytes(0, 0, 0);
 			return 0;
 		}
 		if (io_min >= GEOM_MIN_IO_MIN_CHUNK &&
@@ -230,7 +238,7 @@ int ra_geometry_probe(const char *sysfs_root, dev_t dev, struct ra_geometry *g)
 			    g->stripe);
 		return 0;
 	}
-	g->max_window = default_window(g->stripe);
+	g->max_window = ra_auto_max_bytes(g->stripe, 0, 0);
 	return 0;
 
 garbage:
@@ -267,7 +275,7 @@ int ra_geometry_override(struct ra_geometry *g, uint64_t stripe, uint64_t chunk)
 	n.data_disks = (unsigned int)(stripe / chunk);
 	n.source = RA_GEOM_OVERRIDE;
 	n.why[0] = '\0';
-	n.max_window = default_window(stripe);
+	n.max_window = ra_auto_max_bytes(stripe, 0, 0);
 	*g = n;
 	return 0;
 }

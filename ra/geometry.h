@@ -21,11 +21,9 @@
  * stripe 0 mean "not striped".  A device without md and without io_opt, a
  * filesystem without a block device (tmpfs, overlay, FUSE: major 0) or a
  * sysfs tree that cannot be read gives "not striped".  The default readahead
- * cap is max(1 MiB, 2 x stripe width); the engine rounds its automatic cap
- * up to a multiple of max_io, so that a window at the cap reaches the
- * device as whole requests (a 4 MiB window on a 1280 KiB queue would end
- * in a 256 KiB one; 5 MiB is four full ones).  Overrides (-o stripe=, -o chunk=)
- * replace the probed values.
+ * cap is ra_auto_max_bytes() (ra/ra.h) of the stripe width and max_io;
+ * max_window keeps the geometry's own part of it, max(1 MiB, 2 x stripe
+ * width).  Overrides (-o stripe=, -o chunk=) replace the probed values.
  *
  * Concurrency: every function is pure or reads sysfs only; any thread.
  */
@@ -53,13 +51,12 @@ struct ra_geometry {
 			    not a multiple of 4 KiB */
 	unsigned int disks; /* md/raid_disks, 0 if not md */
 	unsigned int data_disks; /* disks carrying distinct data in a stripe */
-	uint64_t max_window; /* default readahead cap, bytes */
+	/* ra_auto_max_bytes(stripe, 0, 0): the cap before the engine's floor
+	 * and max_io rounding, bytes */
+	uint64_t max_window;
 	enum ra_geometry_source source;
 	char why[128]; /* RA_GEOM_INVALID: which file held what; else "" */
 };
-
-/* Smallest default readahead cap, bytes. */
-#define RA_GEOM_MIN_WINDOW (1024 * 1024)
 
 /**
  * ra_geometry_probe() - Fill @g for the block device @dev from sysfs.

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "debug/debug.h"
 #include "backing.h"
 #include "decide.h"
 #include "geometry.h"
@@ -138,20 +139,11 @@ static uint64_t tune_base_max(const struct ra_file *f, uint64_t w)
 {
 	uint64_t max = w & TUNE_MAX_MASK;
 
-	if (!max) {
-		uint64_t floor = f->e->cfg.auto_floor_bytes >> RA_PAGE_SHIFT;
-
-		uint64_t io = f->geom.max_io >> RA_PAGE_SHIFT;
-
-		max = f->geom.max_window >> RA_PAGE_SHIFT;
-		if (max < floor)
-			max = floor;
-		/* Whole device requests at the cap (ra/geometry.h). */
-		if (io > 1 && max > io && max % io)
-			max += io - max % io;
-	}
 	if (!max)
-		max = RA_GEOM_MIN_WINDOW >> RA_PAGE_SHIFT;
+		max = ra_auto_max_bytes(f->geom.stripe,
+					f->e->cfg.auto_floor_bytes,
+					f->geom.max_io) >>
+		      RA_PAGE_SHIFT;
 	return max;
 }
 
@@ -162,6 +154,7 @@ static uint64_t tune_sync_locked(struct ra_file *f)
 {
 	uint64_t w = __atomic_load_n(&f->e->tune, __ATOMIC_ACQUIRE);
 
+	afs_assert_held(&f->lock);
 	if (w != f->tune_seen) {
 		f->tune_seen = w;
 		f->base_max = tune_base_max(f, w);
@@ -400,6 +393,7 @@ void ra_file_put(struct ra_file *f)
 {
 	struct ra_engine *e;
 
+	afs_assert_no_rcu();
 	if (!f || __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	e = f->e;
@@ -496,6 +490,7 @@ static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
 {
 	struct cache_mapping_stats ms;
 
+	afs_assert_held(&f->lock);
 	if (thrash)
 		ra_stream_thrash(&f->table, index);
 	cache_mapping_stats(f->m, &ms);
@@ -553,6 +548,7 @@ static uint64_t rate_max(struct ra_state *st, uint64_t index, uint64_t max,
 {
 	uint64_t cap;
 
+	afs_assert_held(&st->lock);
 	if (st->mark_ns && index > st->mark_index &&
 	    index - st->mark_index <= 4 * max && now > st->mark_ns) {
 		double rate = (double)(index - st->mark_index) * 1e9 /
@@ -896,6 +892,7 @@ int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
 	struct ra_due due;
 	bool refault;
 
+	afs_assert_no_rcu();
 	if (!nr || index >= CACHE_INDEX_LIMIT || nr > CACHE_INDEX_LIMIT - index)
 		return -EINVAL;
 	refault = is_history(f, index);
@@ -911,6 +908,7 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 	struct ra_due due;
 	int rc;
 
+	afs_assert_no_rcu();
 	if (!nr || index >= CACHE_INDEX_LIMIT)
 		return -EINVAL;
 	decide(f, st, true, index, nr, &d, &due);
@@ -950,6 +948,7 @@ int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
 {
 	uint64_t eof, first, last;
 
+	afs_assert_no_rcu();
 	if ((unsigned int)advice > RA_ADVICE_DONTNEED)
 		return -EINVAL;
 	first = off >> RA_PAGE_SHIFT;

@@ -99,6 +99,7 @@ extern const char *const ra_backing_io_names[];
 /* Limits and defaults of struct ra_config (and of the options and
  * tunables that set it). */
 #define RA_MAX_BYTES_LIMIT (UINT64_C(1) << 30) /* window, stripe, chunk */
+#define RA_AUTO_MAX_MIN (UINT64_C(1) << 20) /* least automatic window cap */
 #define RA_WORKERS_DEFAULT 4
 #define RA_WORKERS_MAX 64
 #define RA_QUEUE_DEPTH_DEFAULT 1024
@@ -162,7 +163,7 @@ enum ra_advice {
 
 /**
  * struct ra_config - Engine parameters; all-zero is the default.
- * @max_bytes:	window cap (-o ra_max=); 0: max(1 MiB, 2 x stripe width)
+ * @max_bytes:	window cap (-o ra_max=); 0: automatic, ra_auto_max_bytes()
  *		of each backing device.  A multiple of 4 KiB, at most
  *		RA_MAX_BYTES_LIMIT.
  * @context:	the context rule (default conservative).
@@ -175,7 +176,8 @@ enum ra_advice {
  *		0: probe sysfs.  At most RA_MAX_BYTES_LIMIT.
  * @backing_io: O_DIRECT or buffered backing reads.
  * @sysfs_root:	NULL: "/sys" (tests pass a fake tree).
- * @auto_floor_bytes: the least automatic cap (@max_bytes 0); 0: 1 MiB.
+ * @auto_floor_bytes: the least automatic cap (@max_bytes 0); 0 (or less
+ *		than RA_AUTO_MAX_MIN): RA_AUTO_MAX_MIN.
  *		The daemon raises it above the kernel's largest FUSE request,
  *		or its windows could never get ahead of the kernel's own
  *		readahead (docs/benchmarks.md).  A multiple of 4 KiB, at most
@@ -202,6 +204,27 @@ struct ra_config {
 /** ra_workers_of() - The worker threads @cfg gives (its default resolved).
  * Context: Pure. */
 unsigned int ra_workers_of(const struct ra_config *cfg);
+
+/**
+ * ra_auto_max_bytes() - The automatic window cap (struct ra_config
+ * max_bytes 0): max(RA_AUTO_MAX_MIN, @floor, 2 x @stripe), so that one
+ * window keeps every disk of a stripe busy twice over, rounded up to a
+ * whole number of @max_io when it is larger, so that a window at the cap
+ * reaches the device as whole requests (a 4 MiB window on a 1280 KiB
+ * queue would end in a 256 KiB one; 5 MiB is four full ones).
+ * @stripe: stripe width in bytes (ra/geometry.h); 0: not striped.
+ * @floor: struct ra_config auto_floor_bytes; 0: none.
+ * @max_io: the device's largest request in bytes (queue/max_sectors_kb),
+ *	a multiple of 4 KiB; 0: unknown, no rounding.
+ *
+ * The one definition of the automatic cap: the engine's windows
+ * (ra/geometry.c, ra/ra.c), the data path's least cache budget and the
+ * daemon's --help all take it from here.
+ * Context: Pure.
+ * Return: The cap in bytes, a multiple of 4 KiB when @stripe and @floor
+ *	are.
+ */
+uint64_t ra_auto_max_bytes(uint64_t stripe, uint64_t floor, uint64_t max_io);
 
 /* A handle's readahead state (the kernel's file_ra_state: start, size,
  * async_size, prev_index), the one the decisions (decide.c) work on.

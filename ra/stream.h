@@ -52,8 +52,8 @@
  *   4. Random by those rules, but a stream S reaches @index (a reordered
  *      request; not another reader's trail, as in rule 2):
  *      - @index >= S.end (it overtook the window): STREAM_AHEAD, push S as
- *        its mark would (start = S.end, size = next_size(S.size),
- *        async_size = size), growing the size by next_size() until the
+ *        its mark would (start = S.end, size = ra_next_size(S.size),
+ *        async_size = size), growing the size by ra_next_size() until the
  *        window covers the request; if the cap cannot cover it, the window
  *        starts at @index instead (the gap is filled by the late requests).
  *      - @index < S.start (a late request whose pages the stream skipped

@@ -26,6 +26,8 @@
  */
 #include "worker.h"
 
+#include "debug/debug.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -130,6 +132,7 @@ static bool range_covers(uint64_t s2, uint64_t n2, uint64_t start, uint64_t nr)
 static bool busy_locked(struct ra_pool *pool, const void *file, uint64_t start,
 			uint64_t nr)
 {
+	afs_assert_held(&pool->lock);
 	for (int p = 0; p < RA_PRIO_NR; p++)
 		for (struct ra_work *w = pool->q[p].head; w; w = w->next)
 			if (w->file == file &&

@@ -24,11 +24,10 @@
 
 #include "fs/data/data.h"
 #include "fs/data/pressure.h"
+#include "debug/debug.h"
 
 #define PAGE_SHIFT CACHE_PAGE_SHIFT
 #define PAGE_SIZE CACHE_PAGE_SIZE
-/* An unaligned request of the largest size spans one page more. */
-#define READ_MAX_PAGES (AFS_DATA_MAX_REQUEST / PAGE_SIZE + 1)
 #define FILES_MIN_BUCKETS 256
 
 uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
@@ -37,16 +36,15 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 	uint64_t window = cfg->ra.max_bytes;
 	uint64_t workers = ra_workers_of(&cfg->ra);
 
-	if (!window) {
-		window = 2 * cfg->ra.stripe_bytes;
-		if (window < cfg->ra.auto_floor_bytes)
-			window = cfg->ra.auto_floor_bytes;
-		if (window < (1u << 20))
-			window = 1u << 20;
-	}
+	/* The stripe given as an option, not yet probed: no rounding to the
+	 * device's requests either. */
+	if (!window)
+		window = ra_auto_max_bytes(cfg->ra.stripe_bytes,
+					   cfg->ra.auto_floor_bytes, 0);
 	/* Each FUSE thread holds at most one request's pages while it waits;
 	 * each worker fills at most one window at a time. */
-	return (threads + workers) * (uint64_t)READ_MAX_PAGES * PAGE_SIZE +
+	return (threads + workers) * (uint64_t)AFS_DATA_MAX_REQUEST_PAGES *
+		       PAGE_SIZE +
 	       workers * window;
 }
 
@@ -229,6 +227,7 @@ static void grow_locked(struct afs_ahead *a)
 	size_t n = a->nbuckets * 2, old = a->nbuckets;
 	struct afs_fcache **b = calloc(n, sizeof(*b)), **ob = a->files;
 
+	afs_assert_held(&a->files_lock);
 	if (!b)
 		return;
 	a->files = b;
@@ -249,6 +248,7 @@ static void grow_locked(struct afs_ahead *a)
 
 static void identity_set_locked(struct afs_fcache *fc, const struct stat *st)
 {
+	afs_assert_held(&fc->lock);
 	fc->mtime = st->st_mtim;
 	fc->ctime = st->st_ctim;
 	__atomic_store_n(&fc->size, (uint64_t)st->st_size, __ATOMIC_RELEASE);
@@ -274,7 +274,11 @@ static struct afs_fcache *fcache_new(struct afs_ahead *a,
 	fc->a = a;
 	fc->key = *key;
 	fc->direct_fd = -1;
-	identity_set_locked(fc, st); /* not yet shared */
+	/* Not yet shared, but the rule is the rule (debug builds check
+	 * it): uncontended, once per file. */
+	pthread_mutex_lock(&fc->lock);
+	identity_set_locked(fc, st);
+	pthread_mutex_unlock(&fc->lock);
 	ra_state_init(&fc->ra);
 	fc->refs = 1;
 	return fc;
@@ -308,6 +312,7 @@ unsigned int afs_ahead_idle_max(const struct afs_ahead *a)
 
 static void idle_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
+	afs_assert_held(&a->files_lock);
 	if (fc->idle_prev)
 		fc->idle_prev->idle_next = fc->idle_next;
 	else
@@ -327,12 +332,14 @@ static void idle_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
  * parks a file there once. */
 static void ref_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
+	afs_assert_held(&a->files_lock);
 	if (!fc->refs++ && fc->idle)
 		idle_unlink_locked(a, fc);
 }
 
 static void idle_push_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
+	afs_assert_held(&a->files_lock);
 	fc->idle = true;
 	fc->idle_prev = NULL;
 	fc->idle_next = a->idle_head;
@@ -348,6 +355,7 @@ static void table_unlink_locked(struct afs_ahead *a, struct afs_fcache *fc)
 {
 	struct afs_fcache **pp;
 
+	afs_assert_held(&a->files_lock);
 	for (pp = &a->files[key_bucket(a, &fc->key)]; *pp != fc;
 	     pp = &(*pp)->next)
 		;
@@ -362,6 +370,7 @@ static struct afs_fcache *idle_trim_locked(struct afs_ahead *a, size_t keep)
 {
 	struct afs_fcache *victims = NULL;
 
+	afs_assert_held(&a->files_lock);
 	while (a->nidle > keep) {
 		struct afs_fcache *fc = a->idle_tail;
 
@@ -391,6 +400,7 @@ size_t afs_ahead_drop_idle(struct afs_ahead *a)
 {
 	struct afs_fcache *victims;
 
+	afs_assert_no_rcu();
 	pthread_mutex_lock(&a->files_lock);
 	victims = idle_trim_locked(a, 0);
 	pthread_mutex_unlock(&a->files_lock);
@@ -472,6 +482,7 @@ void afs_fcache_put(struct afs_fcache *fc)
 	size_t dropped;
 	int dfd;
 
+	afs_assert_no_rcu();
 	if (!fc)
 		return;
 	a = fc->a;
@@ -508,6 +519,7 @@ void afs_fcache_put(struct afs_fcache *fc)
 
 static void snap_locked(struct afs_fcache *fc, struct afs_file_snap *s)
 {
+	afs_assert_held(&fc->a->files_lock);
 	s->key = fc->key;
 	pthread_mutex_lock(&fc->lock);
 	s->size = fc->size;

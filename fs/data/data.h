@@ -62,15 +62,17 @@
  * section (the buffers cannot be recycled before it ends).  Misses call
  * into ra/, which takes its own locks (ra/ra.h) and never holds one across
  * I/O.  fc->size is an atomic word (the EOF reads and windows are clipped
- * to), written under fc->lock with the rest of the identity; fc->raf is
- * set once under fc->lock and read with an acquire load.  The table of
- * files, the idle LRU and every reference count are guarded by the mount's
- * files_lock, a leaf lock (the adapter may call in with its inode table
- * locked) but for fc->lock, which afs_ahead_files() takes under it.  An
- * idle file has no reference: nothing but the table and the LRU reach it,
- * so its raf is cleared under files_lock.  Every
- * thread that enters here is made an RCU reader by cache_thread_online()
- * (lazy registration, see cache/cache.h).
+ * to), written under fc->lock with the rest of the identity.  fc->raf, the
+ * file's readahead side, is published under fc->lock with a release store
+ * when a handle first needs it (afs_fcache_ra()), and read by holders of a
+ * reference with an acquire load; it goes back to NULL only when the last
+ * reference goes (afs_fcache_put() parks the file, under files_lock: no
+ * holder is left to read it), and a revived file publishes a new one.  The
+ * table of files, the idle LRU and every reference count are guarded by
+ * the mount's files_lock, a leaf lock (the adapter may call in with its
+ * inode table locked) but for fc->lock, which afs_ahead_files() takes
+ * under it.  Every thread that enters here is made an RCU reader by
+ * cache_thread_online() (lazy registration, see cache/cache.h).
  */
 #ifndef AFS_DATA_H
 #define AFS_DATA_H
@@ -90,6 +92,9 @@
 /* The largest request the daemon takes (max_write, and so the kernel's
  * max_pages of 256 for reads too). */
 #define AFS_DATA_MAX_REQUEST (1U << 20)
+/* The most cache pages one request spans: an unaligned request of the
+ * largest size spans one page more. */
+#define AFS_DATA_MAX_REQUEST_PAGES (AFS_DATA_MAX_REQUEST / CACHE_PAGE_SIZE + 1)
 
 /* The least automatic readahead cap: windows of at most the kernel's
  * largest FUSE request (1 MiB) never get ahead of the kernel's own readahead
@@ -139,6 +144,13 @@ extern const char *const afs_write_mode_names[];
 
 /**
  * struct afs_ahead_config - The data path options (-o cache_size=, ...).
+ *
+ * What 0 means: the default, worked out where it is used (here and in
+ * struct ra_config), except in the two fields that can be turned off,
+ * write_behind and write_direct, where 0 is off (the option table,
+ * fs/fuse/opts_table.c, names each).  Start from afs_ahead_config_init(), the
+ * daemon's defaults, not from {0}: with {0} write-behind is off.
+ *
  * @cache_size: Cache budget in bytes; 0: the default (afs_ahead_cache_size()).
  * @threads: Serving threads: the default budget is never below what they
  *	and the readahead workers need (afs_ahead_min_cache()).
@@ -167,6 +179,16 @@ struct afs_ahead_config {
 	uint64_t write_behind;
 	uint64_t write_direct;
 };
+
+/**
+ * afs_ahead_config_init() - The data path's defaults, as the daemon's option
+ * parser starts from them: write-behind pieces of AFS_WRITE_BEHIND_DEFAULT,
+ * AFS_IDLE_FILES_DEFAULT idle files, RA_WORKERS_DEFAULT readahead workers;
+ * every other field 0 (its default, or off for write_direct).  A test that
+ * builds a configuration starts here and changes what it is about.
+ * Context: Pure.
+ */
+void afs_ahead_config_init(struct afs_ahead_config *cfg);
 
 struct afs_fcache;
 
@@ -243,7 +265,9 @@ struct afs_fcache {
 	struct afs_ahead *a;
 	struct afs_file_key key; /* immutable */
 	struct cache_mapping *map; /* immutable */
-	struct ra_file *raf; /* set once under lock (__atomic), or NULL */
+	/* __atomic: published under lock, NULL while the file is idle
+	 * ("Concurrency" above) */
+	struct ra_file *raf;
 	pthread_mutex_t lock; /* leaf: identity, raf's creation */
 	/* The identity the cached pages were read under: */
 	uint64_t size; /* __atomic (written under lock): EOF */
@@ -315,9 +339,10 @@ uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min);
 
 /*
  * The kernel's readahead on the mount in kernel read mode (the bdi's
- * read_ahead_kb, docs/tuning.md): one whole request, AFS_MOUNT_RA_MAX, so
- * that readahead comes in 1 MiB READs that aheadfs's windows are ahead of;
- * not more, because every page of it is held twice while it waits for its
+ * read_ahead_kb, docs/tuning.md): AFS_MOUNT_RA_MAX, 512 KiB, so that its
+ * readahead comes in large asynchronous READs (of up to 512 KiB, half the
+ * largest request, AFS_DATA_MAX_REQUEST) that aheadfs's windows are ahead
+ * of; not more, because every page of it is held twice while it waits for its
  * reader (in the mount's page cache, and in aheadfs's window behind it) and
  * is what a memory limit evicts first.  Under a memory cgroup, its limit
  * over AFS_MOUNT_RA_LIMIT_SHARE (128 readers each holding two windows in

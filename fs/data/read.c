@@ -33,8 +33,6 @@
 
 #define PAGE_SHIFT CACHE_PAGE_SHIFT
 #define PAGE_SIZE CACHE_PAGE_SIZE
-/* An unaligned request of the largest size spans one page more. */
-#define READ_MAX_PAGES (AFS_DATA_MAX_REQUEST / PAGE_SIZE + 1)
 /* Rounds of miss -> wait -> look again before serving around the cache
  * (pages evicted or invalidated between their I/O and the reply). */
 #define READ_ATTEMPTS 4
@@ -248,8 +246,8 @@ static int try_reply(const struct afs_read *r, struct ra_file *raf,
 		     uint64_t *miss, bool *locked)
 {
 	struct cache_mapping *m = r->fc->map;
-	struct iovec iov[READ_MAX_PAGES];
-	struct cache_page *pages[READ_MAX_PAGES];
+	struct iovec iov[AFS_DATA_MAX_REQUEST_PAGES];
+	struct cache_page *pages[AFS_DATA_MAX_REQUEST_PAGES];
 	uint64_t first = off >> PAGE_SHIFT, last = (end - 1) >> PAGE_SHIFT;
 	uint64_t marker, idx;
 	bool marks = true; /* act on one mark per read at most */

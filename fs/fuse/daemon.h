@@ -3,7 +3,8 @@
  *
  * The FUSE adapter (fs/fuse/): it turns requests into backing system calls
  * and data path calls (fs/data/data.h) and replies.
- *   opts.{c,h}    command line: option table, parser, checks before mounting
+ *   opts.{c,h}    command line: parser, checks before mounting
+ *   opts_table.{c,h} the option table, --help and every option's default
  *   daemon.c      afs_main(): session, mount, signals, logging, rlimit, the
  *                 multi-threaded loop; the fuse_lowlevel_ops table
  *   inode.{c,h}   inode table: node ids <-> backing inodes (O_PATH fds,
@@ -24,13 +25,16 @@
  *
  * Concurrency: requests are served by libfuse worker threads (several at
  * once, also on one inode and one open file).  Shared mutable state: the
- * inode table (its own mutex, see inode.h), each inode's attribute snapshot
- * (a per-inode leaf lock), and the list of open handles (a leaf lock, in
- * struct afs_fs); configuration is read-only.  A directory stream is used
- * by one request at a time (the kernel serialises readdir per open
- * directory).  Each worker thread owns a read buffer (no allocation per
- * read) and its fs_struct (umask, see creds.h).  No lock is held across a
- * backing system call that can block for long or across a FUSE reply.
+ * inode table (its own mutex, t->lock, see inode.h), the list of open
+ * handles (fs->open_lock, a leaf lock, in struct afs_fs), a few __atomic
+ * flags of struct afs_fs, and what the data path owns (each file's
+ * identity under its own lock, fs/data/data.h); attributes are not kept
+ * here, every getattr asks the backing.  Configuration is read-only.  A
+ * directory stream is used by one request at a time (the kernel serialises
+ * readdir per open directory).  Each worker thread owns a reply buffer
+ * (afs_thread_buf(), no allocation per read) and its fs_struct (umask, see
+ * creds.h).  No lock is held across a backing system call that can block
+ * for long or across a FUSE reply.
  */
 #ifndef AFS_FUSE_DAEMON_H
 #define AFS_FUSE_DAEMON_H

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debug/debug.h"
 #include "fs/data/data.h"
 
 #define AFS_MIN_BUCKETS 64
@@ -135,6 +136,7 @@ static void resize_locked(struct afs_itable *t, size_t n)
 	size_t old = t->nbuckets;
 	struct afs_inode **old_id = t->by_id;
 
+	afs_assert_held(&t->lock);
 	if (!id || !key) {
 		free(id);
 		free(key);
@@ -165,6 +167,7 @@ static struct afs_inode *find_id_locked(struct afs_itable *t, uint64_t nodeid)
 {
 	struct afs_inode *i = t->by_id[id_bucket(t, nodeid)];
 
+	afs_assert_held(&t->lock);
 	while (i && i->nodeid != nodeid)
 		i = i->next_id;
 	return i;
@@ -175,6 +178,7 @@ static struct afs_inode *find_key_locked(struct afs_itable *t, uint32_t fsidx,
 {
 	struct afs_inode *i = t->by_key[key_bucket(t, fsidx, ino)];
 
+	afs_assert_held(&t->lock);
 	while (i && (i->fsidx != fsidx || i->ino != ino))
 		i = i->next_key;
 	return i;
@@ -184,6 +188,7 @@ static void link_locked(struct afs_itable *t, struct afs_inode *i)
 {
 	size_t bi, bk;
 
+	afs_assert_held(&t->lock);
 	if (t->count + 1 > t->nbuckets)
 		resize_locked(t, t->nbuckets * 2);
 	bi = id_bucket(t, i->nodeid);
@@ -199,6 +204,7 @@ static void unlink_free_locked(struct afs_itable *t, struct afs_inode *i)
 {
 	struct afs_inode **p = &t->by_id[id_bucket(t, i->nodeid)];
 
+	afs_assert_held(&t->lock);
 	while (*p != i)
 		p = &(*p)->next_id;
 	*p = i->next_id;
@@ -224,6 +230,7 @@ static void unlink_free_locked(struct afs_itable *t, struct afs_inode *i)
 
 static void maybe_free_locked(struct afs_itable *t, struct afs_inode *i)
 {
+	afs_assert_held(&t->lock);
 	if (!i->pinned && i->nlookup == 0 && i->refs == 0)
 		unlink_free_locked(t, i);
 }

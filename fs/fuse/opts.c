@@ -1,11 +1,15 @@
-/* opts.c - the aheadfs option table and parser (see opts.h). */
+/* opts.c - the aheadfs option parser and the checks before mounting (see
+ * opts.h); the option table is opts_table.c. */
 #include "opts.h"
+#include "opts_table.h"
 
+#include "fs/warm/warm.h"
 #include "ra/ra.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,216 +20,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-enum afs_opt_kind {
-	OPT_SET, /* bool field = true */
-	OPT_CLEAR, /* bool field = false */
-	OPT_UINT, /* unsigned field, in [min, max] */
-	OPT_SECONDS, /* double field, in [min, max] */
-	OPT_MOUNT, /* passed to the mount; optional bool field = true */
-	OPT_MOUNT_CLEAR, /* passed to the mount; optional bool field = false */
-	OPT_MNTATTR, /* applied after mounting with mount_setattr() */
-	OPT_IGNORE, /* accepted for fstab / mount(8), no effect */
-	OPT_IGNORE_PREFIX, /* every option starting with name */
-	OPT_BYTES, /* uint64_t field: bytes, K/M/G suffixes, in [min, max],
-		    * a multiple of 4 KiB (0 allowed when min is 0) */
-	OPT_ENUM, /* enum field: the index of the value in names[], the owning
-		   * module's name table (ra_name_parse()) */
-	OPT_PATH, /* char * field: an absolute path (strdup(); the last
-		   * one given wins) */
-};
-
-#define NO_FIELD SIZE_MAX
-const char *const afs_opens_names[] = {"message", "none", NULL};
-const char *const afs_wronly_io_names[] = {"direct", "cached", NULL};
-
-#define F(field) offsetof(struct afs_opts, field)
-
-struct afs_opt_spec {
-	const char *name;
-	enum afs_opt_kind kind;
-	bool value; /* takes "=value" */
-	size_t field;
-	double min, max;
-	const char *help; /* NULL: not listed by --help */
-	unsigned attr_set, attr_clr; /* OPT_MNTATTR: MOUNT_ATTR_* bits */
-	const char *const *names; /* OPT_ENUM: values, NULL-terminated */
-};
-
-#define KIB 1024.0
-#define GIB (1024.0 * 1024 * 1024)
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
-/* @bytes (whole KiB) in the largest unit that holds it exactly: "4K",
- * "1M", "1024G". */
-static const char *size_text(char buf[24], double bytes)
-{
-	static const char units[] = "GMK";
-	double scale = GIB;
-
-	for (const char *u = units; *u; u++, scale /= KIB)
-		if (bytes >= scale && fmod(bytes, scale) == 0) {
-			snprintf(buf, 24, "%.0f%c", bytes / scale, *u);
-			return buf;
-		}
-	snprintf(buf, 24, "%.0fK", bytes / KIB);
-	return buf;
-}
-
-/* The table.  Keep --help, docs/aheadfs.1 and docs/passthrough.md in step
- * with it. */
-static const struct afs_opt_spec afs_opt_table[] = {
-	/* aheadfs and libfuse session options */
-	{"max_threads", OPT_UINT, true, F(max_threads), 1, 4096,
-	 "most worker threads serving requests (default 10)"},
-	{"max_idle_threads", OPT_UINT, true, F(max_idle_threads), 0, 4096,
-	 "idle worker threads kept alive (default 10)"},
-	{"clone_fd", OPT_SET, false, F(clone_fd), 0, 0,
-	 "one /dev/fuse descriptor per worker thread (default)"},
-	{"no_clone_fd", OPT_CLEAR, false, F(clone_fd), 0, 0,
-	 "all worker threads share one /dev/fuse descriptor"},
-	{"attr_timeout", OPT_SECONDS, true, F(attr_timeout), 0, 86400,
-	 "seconds the kernel may cache attributes (default 1)"},
-	{"entry_timeout", OPT_SECONDS, true, F(entry_timeout), 0, 86400,
-	 "seconds the kernel may cache names (default 1, or 0 with"
-	 " no_default_permissions)"},
-	{"default_permissions", OPT_SET, false, F(default_permissions), 0, 0,
-	 "the kernel checks permissions (default with allow_other)"},
-	{"no_default_permissions", OPT_SET, false, F(no_default_permissions), 0,
-	 0, "refuse default_permissions (the backing checks, per user)"},
-	{"debug", OPT_SET, false, F(debug), 0, 0,
-	 "trace every request on stderr (implies -f)"},
-	{"opens", OPT_ENUM, true, F(opens), 0, 0,
-	 "message (default: open and close are FUSE requests) or none "
-	 "(zero-message opens: read_mode=kernel, default_permissions; "
-	 "docs/tuning.md)",
-	 0, 0, afs_opens_names},
-	{"wronly_io", OPT_ENUM, true, F(wronly_io), 0, 0,
-	 "write-only opens in write-through mode: direct (default: around "
-	 "the kernel's page cache, Linux 6.18 and later) or cached",
-	 0, 0, afs_wronly_io_names},
-	/* the cache and readahead (fs/data/data.h, docs/tuning.md) */
-	{"read_mode", OPT_ENUM, true, F(ahead.read_mode), 0, 0,
-	 "kernel (default: the kernel's page cache on top) or direct (every "
-	 "read reaches aheadfs)",
-	 0, 0, afs_read_mode_names},
-	{"write_mode", OPT_ENUM, true, F(ahead.write_mode), 0, 0,
-	 "writethrough (default: every write reaches the backing at once) or "
-	 "writeback (the kernel's writeback cache; only for data written "
-	 "through the mount alone)",
-	 0, 0, afs_write_mode_names},
-	{"cache_size", OPT_BYTES, true, F(ahead.cache_size), 4 * 1024 * KIB,
-	 1024 * GIB,
-	 "aheadfs's page cache budget (default an eighth of RAM, or a "
-	 "quarter of a smaller memory cgroup limit)"},
-	{"ra_max", OPT_BYTES, true, F(ahead.ra.max_bytes), 0,
-	 RA_MAX_BYTES_LIMIT,
-	 "largest readahead window (default max(4M, 2 x stripe width))"},
-	{"ra_workers", OPT_UINT, true, F(ahead.ra.workers), 1, RA_WORKERS_MAX,
-	 "readahead worker threads (default " STR(RA_WORKERS_DEFAULT) ")"},
-	{"stripe", OPT_BYTES, true, F(ahead.ra.stripe_bytes), 0,
-	 RA_MAX_BYTES_LIMIT,
-	 "stripe width of the backing RAID (default from sysfs)"},
-	{"chunk", OPT_BYTES, true, F(ahead.ra.chunk_bytes), 0,
-	 RA_MAX_BYTES_LIMIT,
-	 "chunk size of the backing RAID (default from sysfs)"},
-	{"context_ra", OPT_ENUM, true, F(ahead.ra.context), 0, 0,
-	 "context readahead: on (conservative, default), loose (2009 rule), "
-	 "off",
-	 0, 0, ra_context_names},
-	{"stream_table", OPT_ENUM, true, F(ahead.ra.stream_table), 0, 0,
-	 "per-file stream table for cooperative readers: on (default), off", 0,
-	 0, ra_stream_table_names},
-	{"backing_io", OPT_ENUM, true, F(ahead.ra.backing_io), 0, 0,
-	 "backing reads: auto (O_DIRECT where allowed, default), direct, "
-	 "buffered",
-	 0, 0, ra_backing_io_names},
-	{"write_behind", OPT_BYTES, true, F(ahead.write_behind), 0, 1 * GIB,
-	 "hand each finished piece of this size of a sequential run of writes "
-	 "to the backing's writeback at once; 0: off (default 8M)"},
-	{"write_direct", OPT_BYTES, true, F(ahead.write_direct), 0,
-	 AFS_DATA_MAX_REQUEST,
-	 "write_mode=writeback: send the kernel's writes of at least this "
-	 "size to the backing with O_DIRECT, e.g. 256K; 0: off (default)"},
-	{"idle_files", OPT_UINT, true, F(ahead.idle_files), 1,
-	 AFS_IDLE_FILES_MAX,
-	 "files no one uses kept with their cache, oldest dropped first "
-	 "(default " STR(AFS_IDLE_FILES_DEFAULT) ")"},
-	{"warm_state", OPT_PATH, true, F(warm_state), 0, 0,
-	 "warm restart: save the cache's map to this file (absolute path, "
-	 "outside MOUNTPOINT) and read it back at the next mount (default "
-	 "off)"},
-	{"warm_interval", OPT_UINT, true, F(warm_interval), 1, 86400,
-	 "seconds between checkpoints of warm_state (default 60)"},
-	{"warm_rate", OPT_BYTES, true, F(warm_rate), 4 * KIB, 1024 * GIB,
-	 "most bytes a second the warm-up reads back (default 64M)"},
-	{"watch", OPT_ENUM, true, F(watch), 0, 0,
-	 "changes behind the mount: auto (default: fanotify as root, else "
-	 "inotify), fanotify, inotify or off (seen at the next open)",
-	 0, 0, afs_watch_mode_names},
-	/* kernel / libfuse mount options */
-	{"allow_other", OPT_MOUNT, false, F(allow_other), 0, 0,
-	 "let all users use the mount (root, or user_allow_other)"},
-	{"allow_root", OPT_MOUNT, false, F(allow_root), 0, 0,
-	 "let root use the mount too"},
-	{"auto_unmount", OPT_MOUNT, false, NO_FIELD, 0, 0,
-	 "unmount when the daemon dies (via fusermount3)"},
-	{"fsname", OPT_MOUNT, true, F(has_fsname), 0, 0,
-	 "source name shown in the mount table (default SOURCE)"},
-	{"subtype", OPT_MOUNT, true, F(has_subtype), 0, 0,
-	 "type shown as fuse.SUBTYPE (default aheadfs)"},
-	{"ro", OPT_MOUNT, false, F(read_only), 0, 0, "read-only mount"},
-	{"rw", OPT_MOUNT_CLEAR, false, F(read_only), 0, 0, NULL},
-	{"suid", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"nosuid", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"dev", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"nodev", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"exec", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"noexec", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"async", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"sync", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"atime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"noatime", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	/* libfuse 3.14 does not know these: set on the mount afterwards */
-	{"diratime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL, 0,
-	 MOUNT_ATTR_NODIRATIME},
-	{"nodiratime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
-	 MOUNT_ATTR_NODIRATIME, 0},
-	{"relatime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
-	 MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME},
-	{"norelatime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
-	 MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME},
-	{"strictatime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
-	 MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME},
-	{"nostrictatime", OPT_MNTATTR, false, NO_FIELD, 0, 0, NULL,
-	 MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME},
-	/* lazytime batches inode time writes of a disk filesystem; the
-	 * backing has its own setting */
-	{"lazytime", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"nolazytime", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"dirsync", OPT_MOUNT, false, NO_FIELD, 0, 0, NULL},
-	{"context", OPT_MOUNT, true, NO_FIELD, 0, 0, NULL},
-	{"fscontext", OPT_MOUNT, true, NO_FIELD, 0, 0, NULL},
-	{"defcontext", OPT_MOUNT, true, NO_FIELD, 0, 0, NULL},
-	{"rootcontext", OPT_MOUNT, true, NO_FIELD, 0, 0, NULL},
-	/* fstab / mount(8) / mount.fuse3 options with no meaning here */
-	{"defaults", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"auto", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"noauto", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"user", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"nouser", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"users", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"owner", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"group", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"_netdev", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"nofail", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"nonempty", OPT_IGNORE, false, NO_FIELD, 0, 0, NULL},
-	{"comment", OPT_IGNORE, true, NO_FIELD, 0, 0, NULL},
-	{"x-", OPT_IGNORE_PREFIX, false, NO_FIELD, 0, 0, NULL},
-};
-
-#define TABLE_LEN (sizeof(afs_opt_table) / sizeof(afs_opt_table[0]))
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -246,11 +40,13 @@ void afs_opts_init(struct afs_opts *o)
 	o->fuse_dev = "/dev/fuse";
 	o->fuse_rdev = makedev(10, 229); /* misc char device "fuse" */
 	o->clone_fd = true;
-	o->max_threads = 10;
-	o->max_idle_threads = 10;
-	o->ahead.write_behind = AFS_WRITE_BEHIND_DEFAULT;
-	o->attr_timeout = 1.0;
+	o->max_threads = AFS_MAX_THREADS_DEFAULT;
+	o->max_idle_threads = AFS_MAX_IDLE_THREADS_DEFAULT;
+	afs_ahead_config_init(&o->ahead);
+	o->attr_timeout = AFS_ATTR_TIMEOUT_DEFAULT;
 	o->entry_timeout = -1; /* afs_opts_entry_timeout() */
+	o->warm_interval = AFS_WARM_INTERVAL_DEFAULT;
+	o->warm_rate = AFS_WARM_RATE_DEFAULT;
 }
 
 void afs_opts_free(struct afs_opts *o)
@@ -265,21 +61,6 @@ void afs_opts_free(struct afs_opts *o)
 	o->mount_opts = NULL;
 	o->n_mount_opts = 0;
 	o->source_real = o->mountpoint_real = NULL;
-}
-
-static const struct afs_opt_spec *find_spec(const char *name)
-{
-	for (size_t i = 0; i < TABLE_LEN; i++) {
-		const struct afs_opt_spec *s = &afs_opt_table[i];
-
-		if (s->kind == OPT_IGNORE_PREFIX) {
-			if (!strncmp(name, s->name, strlen(s->name)))
-				return s;
-		} else if (!strcmp(name, s->name)) {
-			return s;
-		}
-	}
-	return NULL;
 }
 
 static int add_mount_opt(struct afs_opts *o, const char *opt)
@@ -307,7 +88,7 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 	if (eq)
 		*eq = '\0';
 	name = item;
-	s = find_spec(name);
+	s = afs_opt_find(name);
 	if (eq)
 		*eq = '=';
 	if (!s)
@@ -370,8 +151,9 @@ static int parse_one(struct afs_opts *o, char *item, char *err, size_t errlen)
 				    "bad value '%s' for option '%s': expected "
 				    "a size from %s to %s in whole 4K "
 				    "pages (suffixes K, M, G)",
-				    value, s->name, size_text(lo, s->min),
-				    size_text(hi, s->max));
+				    value, s->name,
+				    afs_opt_size_text(lo, s->min),
+				    afs_opt_size_text(hi, s->max));
 		*(uint64_t *)((char *)o + s->field) = v;
 		return 0;
 	}
@@ -674,7 +456,7 @@ int afs_opts_fuse_args(const struct afs_opts *o, struct fuse_args *args)
 		if (fuse_opt_add_opt_escaped(&list, fsname))
 			goto out_free;
 	}
-	if (!o->has_subtype && fuse_opt_add_opt(&list, "subtype=aheadfs"))
+	if (!o->has_subtype && fuse_opt_add_opt(&list, "subtype=" AFS_SUBTYPE))
 		goto out_free;
 	if (fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, list))
 		goto out_free;
@@ -693,68 +475,5 @@ double afs_opts_entry_timeout(const struct afs_opts *o)
 {
 	if (o->entry_timeout >= 0)
 		return o->entry_timeout;
-	return o->no_default_permissions ? 0 : 1.0;
-}
-
-void afs_opts_help(FILE *out)
-{
-	fprintf(out,
-		"usage: aheadfs [options] SOURCE MOUNTPOINT\n"
-		"\n"
-		"Mount the directory SOURCE at MOUNTPOINT through FUSE.\n"
-		"\n"
-		"  -h, --help            show this help and exit\n"
-		"  -V, --version         show the version and exit\n"
-		"  -f                    stay in the foreground (log to "
-		"stderr)\n"
-		"  -d                    debug: trace requests (implies -f)\n"
-		"  -s                    serve requests on one thread\n"
-		"  -o OPT[,OPT...]       options:\n");
-	for (size_t i = 0; i < TABLE_LEN; i++) {
-		const struct afs_opt_spec *s = &afs_opt_table[i];
-		char head[64];
-
-		if (!s->help)
-			continue;
-		snprintf(head, sizeof(head), "%s%s", s->name,
-			 s->value ? "=N" : "");
-		if (s->kind == OPT_MOUNT && s->value)
-			snprintf(head, sizeof(head), "%s=NAME", s->name);
-		if (s->kind == OPT_BYTES)
-			snprintf(head, sizeof(head), "%s=SIZE", s->name);
-		if (s->kind == OPT_ENUM)
-			snprintf(head, sizeof(head), "%s=MODE", s->name);
-		if (s->kind == OPT_PATH)
-			snprintf(head, sizeof(head), "%s=PATH", s->name);
-		/* wrap long help lines under the text column */
-		const char *h = s->help;
-		int w = 80 - 4 - 25;
-
-		while ((int)strlen(h) > w) {
-			int cut = w;
-
-			while (cut > 0 && h[cut] != ' ')
-				cut--;
-			if (cut == 0)
-				break;
-			fprintf(out, "    %-24s %.*s\n", head, cut, h);
-			head[0] = '\0';
-			h += cut + 1;
-		}
-		fprintf(out, "    %-24s %s\n", head, h);
-	}
-	fprintf(out,
-		"\n"
-		"Generic mount options are applied to the mount: rw, ro, "
-		"[no]suid, [no]dev,\n"
-		"[no]exec, [no]atime, [no]diratime, [no]relatime, "
-		"[no]strictatime, sync, async,\n"
-		"dirsync.  fstab-only options (defaults, auto, noauto, user, "
-		"users, nouser,\n"
-		"owner, group, _netdev, nofail, comment=, x-*) and "
-		"[no]lazytime are accepted\n"
-		"and ignored.\n"
-		"\n"
-		"Unmount with 'fusermount3 -u MOUNTPOINT' or SIGTERM; see "
-		"aheadfs(1).\n");
+	return o->no_default_permissions ? 0 : AFS_ENTRY_TIMEOUT_DEFAULT;
 }

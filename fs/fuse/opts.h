@@ -8,6 +8,13 @@
  * option is adding a row.  Kernel mount options are collected into a list
  * that afs_opts_fuse_args() turns into fuse_session_new() arguments.
  *
+ * Defaults: each is one macro (below, fs/data/data.h, ra/ra.h,
+ * fs/warm/warm.h) that afs_opts_init() puts in its field, or, where 0
+ * means "worked out at mount" (cache_size, ra_max, stripe, chunk), the
+ * code that works it out; --help writes them from there, and a unit test
+ * (tests/unit/fs/test_opts_doc.c) holds the man page, README.md and
+ * docs/tuning.md to the same (afs_opts_doc()).
+ *
  * Errors are one line (no "aheadfs:" prefix, no newline) written to the
  * caller's buffer; nothing is printed here except by afs_opts_help().
  *
@@ -29,6 +36,14 @@
 struct fuse_args;
 
 #define AFS_ERRLEN 512
+
+/* Defaults of the daemon's own options (afs_opts_init()). */
+#define AFS_MAX_THREADS_DEFAULT 10
+#define AFS_MAX_IDLE_THREADS_DEFAULT 10
+#define AFS_ATTR_TIMEOUT_DEFAULT 1.0 /* seconds */
+/* seconds; 0 with no_default_permissions (afs_opts_entry_timeout()) */
+#define AFS_ENTRY_TIMEOUT_DEFAULT 1.0
+#define AFS_SUBTYPE "aheadfs" /* the mount's type: fuse.aheadfs */
 
 /* -o opens=: whether an open(2) costs a FUSE round trip (names
  * afs_opens_names, docs/tuning.md "opens"). */
@@ -74,15 +89,16 @@ struct afs_opts {
 
 	/* the cache and readahead (cache_size=, read_mode=, ra_max=,
 	 * ra_workers=, stripe=, chunk=, context_ra=, stream_table=,
-	 * backing_io=), parsed straight into the data path's configuration:
-	 * its fields, enums and name tables are the options' (fs/data/data.h,
-	 * ra/ra.h); all-zero is the default */
+	 * backing_io=, write_behind=, ...), parsed straight into the data
+	 * path's configuration: its fields, enums and name tables are the
+	 * options' (fs/data/data.h, ra/ra.h); its defaults are
+	 * afs_ahead_config_init()'s */
 	struct afs_ahead_config ahead;
 	enum afs_watch_mode watch; /* -o watch= (fs/watch/watch.h) */
 
 	/* warm restart (fs/warm/warm.h): warm_state= (absolute, outside
 	 * MOUNTPOINT; NULL: off), warm_interval= seconds, warm_rate= bytes a
-	 * second (0: the defaults) */
+	 * second (AFS_WARM_INTERVAL_DEFAULT, AFS_WARM_RATE_DEFAULT) */
 	char *warm_state;
 	unsigned warm_interval;
 	uint64_t warm_rate;
@@ -95,7 +111,7 @@ struct afs_opts {
 };
 
 /**
- * afs_opts_init() - Defaults.
+ * afs_opts_init() - Defaults: every option's, as --help shows them.
  *
  * Context: Any.
  */
@@ -186,5 +202,28 @@ double afs_opts_entry_timeout(const struct afs_opts *o);
  * Context: Writes to @out.
  */
 void afs_opts_help(FILE *out);
+
+/**
+ * struct afs_opt_doc - One option as --help lists it, for the test that
+ * the documentation agrees.
+ * @name: The option's name ("ra_max").
+ * @def: Its default as --help writes it ("4", "8M", "kernel", "0: off",
+ *	"from sysfs"); "" when --help names none (a flag, a mount option).
+ * @data_path: The option is a row of README.md's and docs/tuning.md's
+ *	option tables too (the data path's options).
+ */
+struct afs_opt_doc {
+	const char *name;
+	char def[128];
+	bool data_path;
+};
+
+/**
+ * afs_opts_doc() - The @i-th option --help lists (from 0).
+ *
+ * Context: Pure.
+ * Return: 0 (@d filled), or -ENOENT past the last.
+ */
+int afs_opts_doc(size_t i, struct afs_opt_doc *d);
 
 #endif /* AFS_OPTS_H */

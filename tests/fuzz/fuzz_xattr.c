@@ -38,10 +38,7 @@ static struct afs_xattr_target file_t, root_t;
 
 static void setup(void)
 {
-	struct afs_ahead_config cfg = {
-		.cache_size = 64u << 20,
-		.manual_reclaim = true,
-		.ra = {.max_bytes = 1u << 20, .workers = 1}};
+	struct afs_ahead_config cfg;
 	char path[] = "/tmp/afs-fuzz-xattr-XXXXXX", err[256];
 	struct afs_file_key key;
 	int fd = mkstemp(path);
@@ -50,6 +47,11 @@ static void setup(void)
 	unlink(path);
 	assert(!ftruncate(fd, 1 << 20));
 	assert(!fstat(fd, &file_st) && !stat("/", &dir_st));
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 64u << 20;
+	cfg.manual_reclaim = true;
+	cfg.ra.max_bytes = 1u << 20;
+	cfg.ra.workers = 1;
 	cache_thread_online();
 	assert(!afs_ahead_create(&cfg, &a, err, sizeof(err)));
 	key = (struct afs_file_key){.dev = file_st.st_dev,

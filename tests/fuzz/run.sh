@@ -42,8 +42,9 @@ cflags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 	-DAHEADFS_VERSION=\"fuzz\" -I"$top")
 case $target in
 opts)
-	src=("$here/fuzz_opts.c" "$top/fs/fuse/opts.c" "$top/ra/settings.c"
-		"$top/fs/data/modes.c" "$top/fs/watch/modes.c")
+	src=("$here/fuzz_opts.c" "$top/fs/fuse/opts.c" "$top/fs/fuse/opts_table.c"
+		"$top/ra/settings.c" "$top/ra/geometry.c" "$top/fs/data/modes.c"
+		"$top/fs/watch/modes.c")
 	read -ra pc <<<"$(pkg-config --cflags --libs fuse3)"
 	libs=("${pc[@]}" -lm)
 	;;

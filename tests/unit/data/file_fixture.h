@@ -33,19 +33,23 @@ static inline struct afs_fcache *file_fixture_lookup(struct file_fixture *fx)
 	return fc;
 }
 
-/* Open the fixture into @fx with @cfg's write options (write_behind,
- * write_direct); the rest is the fixture's.  @name: the file's prefix. */
+/* Open the fixture into @fx with @writes' write options (write_behind,
+ * write_direct: from afs_ahead_config_init() unless the test changed them);
+ * the rest is the fixture's.  @name: the file's prefix. */
 static inline void file_fixture_open(struct file_fixture *fx,
 				     const struct afs_ahead_config *writes,
 				     const char *name)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	struct afs_ahead_config cfg = {.cache_size = 16u << 20,
-				       .manual_reclaim = true,
-				       .ra = {.workers = 1},
-				       .write_behind = writes->write_behind,
-				       .write_direct = writes->write_direct};
+	struct afs_ahead_config cfg;
 	char err[256];
+
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 16u << 20;
+	cfg.manual_reclaim = true;
+	cfg.ra.workers = 1;
+	cfg.write_behind = writes->write_behind;
+	cfg.write_direct = writes->write_direct;
 
 	cache_thread_online();
 	snprintf(fx->path, sizeof(fx->path), "%s/%s-XXXXXX", dir, name);

@@ -33,10 +33,12 @@
 static int setup_piece(void **state, uint64_t piece)
 {
 	struct file_fixture *fx = calloc(1, sizeof(*fx));
+	struct afs_ahead_config w;
 
 	assert_non_null(fx);
-	file_fixture_open(fx, &(struct afs_ahead_config){.write_behind = piece},
-			  "afs-behind");
+	afs_ahead_config_init(&w);
+	w.write_behind = piece;
+	file_fixture_open(fx, &w, "afs-behind");
 	*state = fx;
 	return 0;
 }

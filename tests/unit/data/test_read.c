@@ -74,10 +74,7 @@ static void write_file(struct fixture *fx, uint64_t size)
 static int setup_budget(void **state, uint64_t budget, uint64_t size)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	struct afs_ahead_config cfg = {
-		.cache_size = budget,
-		.manual_reclaim = true,
-		.ra = {.max_bytes = 256 << 10, .workers = 2}};
+	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct afs_file_key key;
 	char err[256];
@@ -88,6 +85,11 @@ static int setup_budget(void **state, uint64_t budget, uint64_t size)
 	fx->fd = mkstemp(fx->path);
 	assert_true(fx->fd >= 0);
 	write_file(fx, size);
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = budget;
+	cfg.manual_reclaim = true;
+	cfg.ra.max_bytes = 256 << 10;
+	cfg.ra.workers = 2;
 	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
 	key = (struct afs_file_key){.dev = fx->st.st_dev, .ino = fx->st.st_ino};
 	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fx->fc), 0);
@@ -149,16 +151,20 @@ static int reply_check(void *ctx, const struct iovec *iov, int n)
 	for (int v = 0; v < n; v++) {
 		const uint8_t *b = iov[v].iov_base;
 
-		/* Inside the RCU section for cached pages: the page of this
-		 * byte must hold it at this very address. */
+		/* A reply from cached pages comes inside the read's RCU
+		 * section: the page of this byte must hold it at this very
+		 * address.  (A reply from a buffer comes outside it: the
+		 * lookup takes its own section, nested or not.) */
 		if (r->fc) {
-			struct cache_page *p =
-				cache_lookup_rcu(r->fc->map, r->off / PAGE);
+			struct cache_page *p;
 
+			rcu_read_lock();
+			p = cache_lookup_rcu(r->fc->map, r->off / PAGE);
 			if (!p || (const uint8_t *)cache_page_data(p) +
 						  r->off % PAGE !=
 					  b)
 				r->from_pages = false;
+			rcu_read_unlock();
 		}
 		for (size_t i = 0; i < iov[v].iov_len; i++, r->off++)
 			if (b[i] != pattern(r->off))
@@ -829,15 +835,17 @@ static void test_idle_revived_changed(void **state)
 static void test_idle_limit(void **state)
 {
 	struct fixture *fx = *state;
-	struct afs_ahead_config cfg = {
-		.cache_size = 64u << 20,
-		.manual_reclaim = true,
-		.idle_files = 2,
-		.ra = {.max_bytes = 256 << 10, .workers = 1}};
+	struct afs_ahead_config cfg;
 	struct afs_fcache *fc[4];
 	struct afs_ahead *a;
 	char err[256];
 
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 64u << 20;
+	cfg.manual_reclaim = true;
+	cfg.idle_files = 2;
+	cfg.ra.max_bytes = 256 << 10;
+	cfg.ra.workers = 1;
 	assert_int_equal(afs_ahead_create(&cfg, &a, err, sizeof(err)), 0);
 	for (int i = 0; i < 4; i++) {
 		struct afs_file_key key = {.dev = 1, .ino = 100 + i};

@@ -324,9 +324,7 @@ static void test_soak(void **state)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	const char *env = getenv("AHEADFS_STRESS_SECONDS");
-	struct afs_ahead_config cfg = {
-		.cache_size = NFILES * FILE_SIZE / 4,
-		.ra = {.max_bytes = 256 << 10, .workers = 2}};
+	struct afs_ahead_config cfg;
 	struct worker w[NREADERS + 3];
 	pthread_t th[NREADERS + 3];
 	struct soak *s = calloc(1, sizeof(*s));
@@ -337,6 +335,10 @@ static void test_soak(void **state)
 	assert_non_null(s);
 	cache_thread_online();
 	pthread_mutex_init(&s->lock, NULL);
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = NFILES * FILE_SIZE / 4;
+	cfg.ra.max_bytes = 256 << 10;
+	cfg.ra.workers = 2;
 	assert_int_equal(afs_ahead_create(&cfg, &s->a, err, sizeof(err)), 0);
 	for (int f = 0; f < NFILES; f++) {
 		struct afs_file_key key;

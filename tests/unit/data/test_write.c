@@ -53,14 +53,15 @@ static uint8_t pattern(uint64_t off, unsigned seed)
 static int setup_min(void **state, uint64_t min)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct afs_ahead_config w;
 	char proc[32];
 	struct statfs sf;
 	int d;
 
 	assert_non_null(fx);
-	file_fixture_open(&fx->f,
-			  &(struct afs_ahead_config){.write_direct = min},
-			  "afs-write");
+	afs_ahead_config_init(&w);
+	w.write_direct = min;
+	file_fixture_open(&fx->f, &w, "afs-write");
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fx->f.fd);
 	d = open(proc, O_WRONLY | O_DIRECT);
 	fx->takes_direct = d >= 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fs/warm/warm.h"
 #include "opts.h"
 
 struct fixture {
@@ -196,21 +197,52 @@ static void test_help_and_version(void **state)
 	assert_true(f->o.show_version);
 }
 
-static void test_help_lists_options(void **state)
+/* What --help writes (free() it). */
+static char *help_text(void)
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
 
-	(void)state;
 	assert_non_null(m);
 	afs_opts_help(m);
 	fclose(m);
+	return text;
+}
+
+static void test_help_lists_options(void **state)
+{
+	char *text = help_text();
+
+	(void)state;
 	assert_non_null(strstr(text, "usage: aheadfs"));
 	assert_non_null(strstr(text, "max_threads=N"));
 	assert_non_null(strstr(text, "no_default_permissions"));
 	assert_non_null(strstr(text, "allow_other"));
 	free(text);
+}
+
+/* One definition of each default: the parser starts from the data path's
+ * own initialiser (write-behind on), and --help writes the defaults from
+ * the macros, "0: off" for the options 0 turns off. */
+static void test_default_definitions(void **state)
+{
+	struct fixture *f = *state;
+	struct afs_ahead_config c;
+	char *text = help_text();
+
+	afs_ahead_config_init(&c);
+	assert_memory_equal(&f->o.ahead, &c, sizeof(c));
+	assert_int_equal(c.write_behind, AFS_WRITE_BEHIND_DEFAULT);
+	assert_int_equal(f->o.max_threads, AFS_MAX_THREADS_DEFAULT);
+	assert_int_equal(f->o.warm_rate, AFS_WARM_RATE_DEFAULT);
+	assert_non_null(strstr(text, "(default 8M; 0: off)"));
+	assert_non_null(strstr(text, "(default 0: off)"));
+	assert_non_null(strstr(text, "(default 4096)"));
+	free(text);
+	/* write_behind=0 is off, not the default */
+	assert_int_equal(parse(f, "-o", "write_behind=0", "s", "m", NULL), 0);
+	assert_int_equal(f->o.ahead.write_behind, 0);
 }
 
 static void test_unknown_o_option(void **state)
@@ -636,6 +668,7 @@ int main(void)
 		T(test_atime_mount_attrs),
 		T(test_help_and_version),
 		T(test_help_lists_options),
+		T(test_default_definitions),
 		T(test_unknown_o_option),
 		T(test_unknown_dash_option),
 		T(test_o_without_value),

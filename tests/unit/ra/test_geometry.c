@@ -472,6 +472,26 @@ static void test_round_end(void **state)
 			 UINT64_MAX - 1);
 }
 
+/* The automatic window cap: the largest of 1 MiB, the floor and two
+ * stripes, then whole device requests when it is larger than one. */
+static void test_auto_max_bytes(void **state)
+{
+	assert_int_equal(ra_auto_max_bytes(0, 0, 0), 1 * MiB);
+	assert_int_equal(ra_auto_max_bytes(256 * KiB, 0, 0), 1 * MiB);
+	assert_int_equal(ra_auto_max_bytes(2 * MiB, 0, 0), 4 * MiB);
+	assert_int_equal(ra_auto_max_bytes(2 * MiB, 8 * MiB, 0), 8 * MiB);
+	assert_int_equal(ra_auto_max_bytes(0, 4 * MiB, 0), 4 * MiB);
+	assert_int_equal(ra_auto_max_bytes(0, 4 * KiB, 0), 1 * MiB);
+	/* 4 MiB on a 1280 KiB queue: four whole requests, 5 MiB. */
+	assert_int_equal(ra_auto_max_bytes(0, 4 * MiB, 1280 * KiB), 5 * MiB);
+	/* Already whole, larger than the cap, or one page: unchanged. */
+	assert_int_equal(ra_auto_max_bytes(0, 4 * MiB, 512 * KiB), 4 * MiB);
+	assert_int_equal(ra_auto_max_bytes(0, 0, 2 * MiB), 1 * MiB);
+	assert_int_equal(ra_auto_max_bytes(0, 0, 4 * KiB), 1 * MiB);
+	/* The geometry's own part of it. */
+	assert_int_equal(ra_auto_max_bytes(3 * MiB, 0, 0), 6 * MiB);
+}
+
 /* This machine's own /sys, for the disk holding the temp dir: whatever the
  * device is, its files must parse (never RA_GEOM_INVALID), and the cap must
  * follow the rule.  A machine without /sys gives "none". */
@@ -518,6 +538,7 @@ int main(void)
 		T(test_override),
 		T(test_parse_size),
 		T(test_round_end),
+		T(test_auto_max_bytes),
 		T(test_real_sysfs_parses),
 		T(test_source_names),
 #undef T

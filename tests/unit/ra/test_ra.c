@@ -76,8 +76,7 @@ static int setup_with(void **state, uint64_t size, const struct ra_config *rc,
 {
 	/* The reads below keep their pages (read_check.h), as direct mode
 	 * does. */
-	struct afs_ahead_config cfg = {
-		.cache_size = budget, .read_mode = AFS_READ_DIRECT, .ra = *rc};
+	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct afs_file_key key;
 	char err[256];
@@ -88,6 +87,10 @@ static int setup_with(void **state, uint64_t size, const struct ra_config *rc,
 	assert_int_equal(make_file(fx, size), 0);
 	assert_int_equal(fstat(fx->fd, &st), 0);
 	key = (struct afs_file_key){.dev = st.st_dev, .ino = st.st_ino};
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = budget;
+	cfg.read_mode = AFS_READ_DIRECT;
+	cfg.ra = *rc;
 	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
 	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->fc), 0);
 	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);

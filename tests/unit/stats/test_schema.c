@@ -17,27 +17,11 @@
 
 #include "fs/stats/schema.h"
 
+#include "../slurp.h"
+
 #define BEGIN                                                                  \
 	"<!-- schema:begin (afs_schema_doc(); aheadfs-stat --schema) -->\n"
 #define END "<!-- schema:end -->\n"
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *text = NULL;
-	size_t len = 0;
-	FILE *m;
-	int c;
-
-	if (!f)
-		return NULL;
-	m = open_memstream(&text, &len);
-	while ((c = fgetc(f)) != EOF)
-		fputc(c, m);
-	fclose(m);
-	fclose(f);
-	return text;
-}
 
 static void test_doc_matches_schema(void **state)
 {

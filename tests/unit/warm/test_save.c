@@ -35,10 +35,7 @@ static void fill(struct cache_mapping *m, uint64_t first, uint64_t n)
 
 static void test_save_runs_and_history(void **state)
 {
-	struct afs_ahead_config cfg = {
-		.cache_size = 64u << 20,
-		.manual_reclaim = true,
-		.ra = {.max_bytes = 256 << 10, .workers = 1}};
+	struct afs_ahead_config cfg;
 	struct stat st = {.st_size = 40 * 4096 + 10,
 			  .st_mtim = {.tv_sec = 1700000000, .tv_nsec = 42},
 			  .st_ctim = {.tv_sec = 1700000001, .tv_nsec = 43}};
@@ -57,6 +54,11 @@ static void test_save_runs_and_history(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/state", dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 64u << 20;
+	cfg.manual_reclaim = true;
+	cfg.ra.max_bytes = 256 << 10;
+	cfg.ra.workers = 1;
 	assert_int_equal(afs_ahead_create(&cfg, &a, err, sizeof(err)), 0);
 	assert_int_equal(afs_fcache_lookup(a, &k1, &st, &f1), 0);
 	assert_int_equal(afs_fcache_lookup(a, &k2, &st, &f2), 0);

@@ -1,4 +1,4 @@
-/* test_grammar.c - the command line (-o NAME=VALUE, fs/fuse/opts.c) and the
+/* test_grammar.c - the command line (-o NAME=VALUE, fs/fuse/opts_table.c) and the
  * run-time tunables (setxattr user.aheadfs.NAME, fs/stats) accept the same
  * values with the same meaning: one size parser and one name table per
  * setting.  The mount is made with the data path's constructor
@@ -25,12 +25,14 @@ struct fixture {
 
 static int setup(void **state)
 {
-	struct afs_ahead_config cfg = {.cache_size = 64u << 20,
-				       .ra = {.workers = 1}};
+	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	char err[256];
 
 	assert_non_null(fx);
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 64u << 20;
+	cfg.ra.workers = 1;
 	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
 	fx->root = (struct afs_xattr_target){.is_root = true, .shown_ino = 1};
 	*state = fx;

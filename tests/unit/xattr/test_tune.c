@@ -72,9 +72,7 @@ static struct afs_fcache *new_file(struct fixture *fx, uint32_t gen)
 static int setup(void **state)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	struct afs_ahead_config cfg = {
-		.cache_size = 64u << 20,
-		.ra = {.max_bytes = 1u << 20, .workers = 2}};
+	struct afs_ahead_config cfg;
 	char err[256];
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	uint8_t buf[PAGE];
@@ -91,6 +89,10 @@ static int setup(void **state)
 				 PAGE);
 	}
 	assert_int_equal(fstat(fx->fd, &fx->st), 0);
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 64u << 20;
+	cfg.ra.max_bytes = 1u << 20;
+	cfg.ra.workers = 2;
 	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
 	fx->fc = new_file(fx, 0);
 	fx->c = fx->a->cache;

@@ -69,11 +69,7 @@ static int make_file(struct fixture *fx, uint64_t size)
 
 static int setup_size(void **state, uint64_t size)
 {
-	struct afs_ahead_config cfg = {
-		.cache_size = 160u << 20,
-		.manual_reclaim = true,
-		.read_mode = AFS_READ_KERNEL,
-		.ra = {.max_bytes = 1u << 20, .workers = 2}};
+	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct afs_file_key key;
 	char err[256];
@@ -82,6 +78,12 @@ static int setup_size(void **state, uint64_t size)
 	assert_non_null(fx);
 	assert_int_equal(make_file(fx, size), 0);
 	assert_int_equal(stat("/", &fx->dir_st), 0);
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 160u << 20;
+	cfg.manual_reclaim = true;
+	cfg.read_mode = AFS_READ_KERNEL;
+	cfg.ra.max_bytes = 1u << 20;
+	cfg.ra.workers = 2;
 	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
 	key = (struct afs_file_key){.dev = fx->st.st_dev, .ino = fx->st.st_ino};
 	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fx->fc), 0);
