@@ -17,6 +17,10 @@
  *
  * Patterns (each names the report it comes from, see ../../docs/benchmarks.md):
  *   seq          one reader, --bs bytes per read (default 1 MiB), whole file
+ *   files        --threads readers (default 4), reader i reading its own file
+ *                FILE.i (FILE.0, FILE.1, ...) sequentially from its start with
+ *                its own fd, --bs per read (default 128 KiB); --limit applies
+ *                to each file (many clients streaming their own files)
  *   shared-fd    --threads readers (default 2) sharing one fd, read(2) at the
  *                shared file position, --bs (default 11 KiB): the 2004 RAID0
  *                multi-thread regression (429 -> 81 MB/s)
@@ -51,7 +55,10 @@
  *          --seconds S (stop reading after S seconds; slow: its duration),
  *          --rate N[K|M], --fast N (slow), --total N[K|M|G] (write),
  *          --warm 1 (read the range once, untimed, before the timed pass:
- *          the hot-cache workload), --tenths 1 (seq: time every tenth).
+ *          the hot-cache workload), --tenths 1 (seq: time every tenth),
+ *          --latency 0 (random, per-request: time no request, print no
+ *          p50/p99; a run of millions of requests then keeps no list of
+ *          latencies and sorts none after the clock stops).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clock_nanosleep, pthread_barrier_t; the build defines it */
@@ -76,7 +83,7 @@ struct params {
 	uint64_t bs, limit, count, seed, rate, total;
 	double seconds;
 	unsigned int threads, streams, fast;
-	bool warm, tenths;
+	bool warm, tenths, nolat;
 	uint64_t size; /* bytes of the file in play */
 };
 
@@ -267,7 +274,8 @@ static void *thread_per_request(void *arg)
 			fail(s, errno);
 			break;
 		}
-		lat_add(&l, now() - t0);
+		if (!s->p->nolat)
+			lat_add(&l, now() - t0);
 		account(s, n);
 	}
 	lat_merge(s, &l);
@@ -308,7 +316,8 @@ static void *thread_random(void *arg)
 			fail(s, errno);
 			break;
 		}
-		lat_add(&l, now() - t0);
+		if (!p->nolat)
+			lat_add(&l, now() - t0);
 		account(s, n);
 	}
 	lat_merge(s, &l);
@@ -419,6 +428,47 @@ out:
 	if (pct < s->min_pct)
 		s->min_pct = pct;
 	pthread_mutex_unlock(&s->lock);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+/* One reader of files: FILE.index from its start, its own fd, up to --limit
+ * bytes of it. */
+static void *thread_files(void *arg)
+{
+	struct thread_arg *a = arg;
+	struct shared *s = a->s;
+	const struct params *p = s->p;
+	char name[4096];
+	char *buf = malloc(p->bs);
+	uint64_t done = 0, size;
+	struct stat st;
+	int fd;
+
+	snprintf(name, sizeof(name), "%s.%u", p->path, a->index);
+	fd = open(name, O_RDONLY);
+	if (!buf) {
+		fail(s, ENOMEM);
+		goto out;
+	}
+	if (fd < 0 || fstat(fd, &st)) {
+		fprintf(stderr, "read_patterns: %s: %s\n", name,
+			strerror(errno));
+		fail(s, errno);
+		goto out;
+	}
+	size = (uint64_t)st.st_size;
+	if (p->limit && p->limit < size)
+		size = p->limit;
+	while (done < size && !expired(s)) {
+		uint64_t want = size - done < p->bs ? size - done : p->bs;
+
+		if (!took(s, read(fd, buf, want), &done))
+			break;
+	}
+out:
 	if (fd >= 0)
 		close(fd);
 	free(buf);
@@ -571,7 +621,7 @@ int main(int argc, char **argv)
 				"[--threads N] [--streams N] [--count N] "
 				"[--seed N] [--limit N] [--seconds S] "
 				"[--rate N] [--fast N] [--total N] [--warm 1] "
-				"[--tenths 1]\n");
+				"[--tenths 1] [--latency 0]\n");
 		return 2;
 	}
 	pthread_mutex_init(&s.lock, NULL);
@@ -607,6 +657,8 @@ int main(int argc, char **argv)
 			p.warm = atoi(argv[i + 1]) != 0;
 		else if (!strcmp(argv[i], "--tenths"))
 			p.tenths = atoi(argv[i + 1]) != 0;
+		else if (!strcmp(argv[i], "--latency"))
+			p.nolat = atoi(argv[i + 1]) == 0;
 		else {
 			fprintf(stderr, "read_patterns: unknown option %s\n",
 				argv[i]);
@@ -624,6 +676,17 @@ int main(int argc, char **argv)
 		p.total = p.total ? p.total : (uint64_t)2 << 30;
 		t0 = now();
 		run_threads(&s, thread_write, p.threads, true);
+		t1 = now();
+		goto report;
+	}
+	if (!strcmp(p.pattern, "files")) {
+		/* No one FILE: each reader opens its own FILE.i. */
+		p.bs = p.bs ? p.bs : 128 << 10;
+		p.threads = p.threads ? p.threads : 4;
+		t0 = now();
+		if (p.seconds > 0)
+			s.deadline = t0 + p.seconds;
+		run_threads(&s, thread_files, p.threads, true);
 		t1 = now();
 		goto report;
 	}
