@@ -32,7 +32,7 @@
 #   TARGETS   comma list (default backing,bindfs,mergerfs,aheadfs,aheadfs-direct;
 #             --cores: backing,bindfs,mergerfs,aheadfs,aheadfs-opens=none,
 #             aheadfs-direct):
-#             backing         the ext4 directory itself
+#             backing         the ext4 directory itself (--cores: the tmpfs)
 #             bindfs          Debian's bindfs, a plain FUSE passthrough
 #             mergerfs        Debian's mergerfs -o cache.files=off (and
 #                             minfreespace=0: the volume is small)
