@@ -234,6 +234,8 @@ static void lat_add(struct lats *l, double sec)
 
 static void lat_merge(struct shared *s, struct lats *l)
 {
+	if (!l->n) /* none recorded (--latency 0): l->v is NULL */
+		return;
 	pthread_mutex_lock(&s->lock);
 	if (s->nlat + l->n > s->caplat) {
 		size_t cap = s->nlat + l->n;

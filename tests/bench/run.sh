@@ -24,7 +24,9 @@
 #             pass (random).  Per cell: GB/s summed over the readers,
 #             CPU-seconds per GiB delivered (daemon + readers, the cell's
 #             cgroup) and its ratio to the backing's, cores busy (that CPU
-#             time / the wall time of the readers).  1 run, CAP 2 s
+#             time / the wall time of the readers).  1 run, CAP 2 s.  Exits
+#             1 when a cell holds neither figures nor a SKIP (a peer not
+#             installed): a reader that failed, a daemon that died
 #   SIZE      test file size (default by mode).  --cores: each reader's own
 #             file; the one-file workloads read a file of SIZE × the most
 #             READERS (per-request) or SIZE (random); default MemTotal / 8 /
@@ -1131,7 +1133,9 @@ for profile in "${plist[@]}"; do
 	fi
 done
 
-# Every cell must hold a number or a reason.
+# Every cell must hold a number or a reason; under --cores, where nothing
+# but a peer's absence excuses a cell (no device, no memory limit), a reason
+# other than SKIP fails the run.
 bad=0
 for profile in "${plist[@]}"; do
 	for row in "${rows[@]}"; do
@@ -1145,6 +1149,9 @@ for profile in "${plist[@]}"; do
 				[[ $(cut -d'|' -f13 <<<"$m") =~ ^[0-9.]+$ ]] || { echo "run.sh: $profile/$name/$t: no CPU time" >&2; bad=1; }
 			elif [ -z "$st" ]; then
 				echo "run.sh: $profile/$name/$t: empty cell" >&2
+				bad=1
+			elif [ "$mode" = cores ] && [[ $st != SKIP* ]]; then
+				echo "run.sh: $profile/$name/$t: $st" >&2
 				bad=1
 			fi
 		done
