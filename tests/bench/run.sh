@@ -758,9 +758,9 @@ run_cell() {
 	if [ "$status" = ok ] && { [ "$kind" = hot ] || [ "$kind" = crand ]; }; then
 		(cg_exec "$READ_PATTERNS" seq "$file" --bs 1M --limit "$limit") >/dev/null 2>>"$log" || true
 	fi
-	local d0 d1 c0 c1 k0 u0 u1 cpu p0 p1 w0 w1
+	local d0 d1 c0 c1 k0 u0 u1 cpu p0 p1 t0 t1
 	d0=$(dev_stat) c0=$(cg_ios) k0=$(oom_kills) u0=$(cpu_ticks) p0=$(cell_cpu_ns)
-	w0=${EPOCHREALTIME/,/.}
+	t0=${EPOCHREALTIME/,/.}
 	local rc=0 retried=
 	if [ "$status" = ok ]; then
 		line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
@@ -773,11 +773,11 @@ run_cell() {
 			retried="retried once (the first OPEN failed) "
 			rc=0
 			d0=$(dev_stat) c0=$(cg_ios) u0=$(cpu_ticks) p0=$(cell_cpu_ns)
-			w0=${EPOCHREALTIME/,/.}
+			t0=${EPOCHREALTIME/,/.}
 			line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
 		fi
 	fi
-	w1=${EPOCHREALTIME/,/.}
+	t1=${EPOCHREALTIME/,/.}
 	p1=$(cell_cpu_ns) d1=$(dev_stat) c1=$(cg_ios) u1=$(cpu_ticks)
 	local hwm=- peak=-
 	if [ -n "$daemon" ] && [ -r "/proc/$daemon/status" ]; then
@@ -845,7 +845,7 @@ run_cell() {
 	# The cell's CPU: its cgroup's over the reader's clock, or over the
 	# reader process (nfs_read), else the machine's (cpu_src says which).
 	local pcpu wall cpg=-
-	wall=$(awk -v a="$w0" -v b="$w1" 'BEGIN {printf "%.3f", b - a}')
+	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
 	if [ -n "$cpu_ns" ]; then
 		pcpu=$(awk -v c="$cpu_ns" 'BEGIN {printf "%.6f", c / 1e9}') wall=$secs
 	elif [ -n "$p0" ] && [ -n "$p1" ]; then
@@ -938,6 +938,17 @@ median_of() { # PROFILE NAME TARGET
 	fi
 	printf '%s\n' "${vals[@]}" | sort -t'|' -k2,2g | awk -v n="${#vals[@]}" 'NR == int((n + 1) / 2)'
 }
+# Every cell's median, once: the tables and checks below read each many times.
+declare -A med
+for profile in "${plist[@]}"; do
+	for row in "${rows[@]}"; do
+		IFS='|' read -r kind _ name _ <<<"$row"
+		fast_only "$kind" && [ "$profile" != fast ] && continue
+		for t in "${tlist[@]}"; do
+			med[$profile,$name,$t]=$(median_of "$profile" "$name" "$t")
+		done
+	done
+done
 mib() { if [[ $1 =~ ^[0-9]+$ ]]; then awk -v v="$1" -v d="$2" 'BEGIN {printf "%.1f", v / d}'; else echo -; fi; }
 fmt_mb() { awk -v v="$1" 'BEGIN {printf (v >= 100 ? "%.0f" : "%.1f"), v}'; }
 fmt_cpg() { # CPU s per GiB
@@ -968,11 +979,11 @@ ratio_table() {
 		IFS='|' read -r kind _ name _ <<<"$row"
 		fast_only "$kind" && [ "$profile" != fast ] && continue
 		printf '| %s |' "$name"
-		b=$(median_of "$profile" "$name" backing)
+		b=${med[$profile,$name,backing]}
 		bv=
 		[ "${b%%|*}" = ok ] && bv=$(cut -d'|' -f"$f" <<<"$b")
 		for t in "${tlist[@]}"; do
-			m=$(median_of "$profile" "$name" "$t")
+			m=${med[$profile,$name,$t]}
 			v=$(cut -d'|' -f"$f" <<<"$m")
 			if [ "${m%%|*}" != ok ]; then
 				printf ' %s |' "${m%%|*}"
@@ -1008,11 +1019,11 @@ report_cores() {
 			name=$(cores_name "$w" "$r")
 			[ -n "${row_on[$name]:-}" ] || continue
 			printf '| %s |' "$r"
-			b=$(median_of tmpfs "$name" backing)
+			b=${med[tmpfs,$name,backing]}
 			bc=
 			[ "${b%%|*}" = ok ] && bc=$(cut -d'|' -f15 <<<"$b")
 			for t in "${tlist[@]}"; do
-				m=$(median_of tmpfs "$name" "$t")
+				m=${med[tmpfs,$name,$t]}
 				IFS='|' read -r st mbs got _ _ _ _ _ _ _ _ cpu pcpu wall cpg <<<"$m"
 				if [ "$st" != ok ]; then
 					printf ' %s |' "$st"
@@ -1036,7 +1047,7 @@ report_cores() {
 	for row in "${rows[@]}"; do
 		IFS='|' read -r _ _ name _ <<<"$row"
 		for t in "${tlist[@]}"; do
-			m=$(median_of tmpfs "$name" "$t")
+			m=${med[tmpfs,$name,$t]}
 			IFS='|' read -r st mbs got _ _ _ hwm _ _ _ _ cpu pcpu wall cpg <<<"$m"
 			if [ "$st" != ok ]; then
 				echo "| $name | $t | $st | | | | | | $(mib "$hwm" 1024) | |"
@@ -1077,7 +1088,7 @@ report_cores() {
 			IFS='|' read -r kind _ name _ <<<"$row"
 			fast_only "$kind" && [ "$profile" != fast ] && continue
 			for t in "${tlist[@]}"; do
-				m=$(median_of "$profile" "$name" "$t")
+				m=${med[$profile,$name,$t]}
 				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra cpu pcpu _ cpg <<<"$m"
 				if [ "$st" != ok ]; then
 					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | | | | |"
@@ -1118,7 +1129,7 @@ for profile in "${plist[@]}"; do
 		IFS='|' read -r kind _ name _ <<<"$row"
 		fast_only "$kind" && [ "$profile" != fast ] && continue
 		for t in "${tlist[@]}"; do
-			m=$(median_of "$profile" "$name" "$t")
+			m=${med[$profile,$name,$t]}
 			v=0
 			[ "${m%%|*}" = ok ] && v=$(cut -d'|' -f2 <<<"$m")
 			printf '%s\t%s\t%s\n' "$name" "$t" "$v"
@@ -1142,7 +1153,7 @@ for profile in "${plist[@]}"; do
 		IFS='|' read -r kind _ name _ <<<"$row"
 		fast_only "$kind" && [ "$profile" != fast ] && continue
 		for t in "${tlist[@]}"; do
-			m=$(median_of "$profile" "$name" "$t")
+			m=${med[$profile,$name,$t]}
 			st=${m%%|*}
 			if [ "$st" = ok ]; then
 				[[ $(cut -d'|' -f2 <<<"$m") =~ ^[0-9.]+$ ]] || { echo "run.sh: $profile/$name/$t: no number" >&2; bad=1; }
