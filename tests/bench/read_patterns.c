@@ -14,9 +14,15 @@
  *   min_pct         the worst stream's delivered / paced bytes, percent
  *   fast_mbs        MB/s of the unpaced readers (slow --fast), from their
  *                   start until the last of them ended
+ *   cpu_ns          with --cpu FILE: the CPU time FILE counted from when the
+ *                   clock started to when it stopped, ns
  *
  * Patterns (each names the report it comes from, see ../../docs/benchmarks.md):
  *   seq          one reader, --bs bytes per read (default 1 MiB), whole file
+ *   files        --threads readers (default 4), reader i reading its own file
+ *                FILE.i (FILE.0, FILE.1, ...) sequentially from its start with
+ *                its own fd, --bs per read (default 128 KiB); --limit applies
+ *                to each file (many clients streaming their own files)
  *   shared-fd    --threads readers (default 2) sharing one fd, read(2) at the
  *                shared file position, --bs (default 11 KiB): the 2004 RAID0
  *                multi-thread regression (429 -> 81 MB/s)
@@ -51,7 +57,14 @@
  *          --seconds S (stop reading after S seconds; slow: its duration),
  *          --rate N[K|M], --fast N (slow), --total N[K|M|G] (write),
  *          --warm 1 (read the range once, untimed, before the timed pass:
- *          the hot-cache workload), --tenths 1 (seq: time every tenth).
+ *          the hot-cache workload), --tenths 1 (seq: time every tenth),
+ *          --latency 0 (random, per-request: time no request, print no
+ *          p50/p99; a run of millions of requests then keeps no list of
+ *          latencies and sorts none after the clock stops), --cpu FILE (a
+ *          cgroup's CPU count, read as the clock starts and stops: cgroup
+ *          v1's cpuacct.usage or cgroup v2's cpu.stat; with the daemon in
+ *          that cgroup, what the timed reads cost, this process's start and
+ *          exit left out).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clock_nanosleep, pthread_barrier_t; the build defines it */
@@ -60,6 +73,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,10 +87,11 @@
 
 struct params {
 	const char *pattern, *path;
+	const char *cpu_file; /* --cpu */
 	uint64_t bs, limit, count, seed, rate, total;
 	double seconds;
 	unsigned int threads, streams, fast;
-	bool warm, tenths;
+	bool warm, tenths, nolat;
 	uint64_t size; /* bytes of the file in play */
 };
 
@@ -132,6 +147,35 @@ static uint64_t parse_size(const char *s)
 		exit(2);
 	}
 	return v;
+}
+
+/* The CPU time, ns, a cgroup file counts so far: cgroup v1's cpuacct.usage
+ * (ns) or cgroup v2's cpu.stat (its usage_usec line); -1 without @path or
+ * when it holds neither.  The kernel charges a running task's time to its
+ * cgroup when it is next scheduled or ticked: the yield charges this one's
+ * (its start, at the first call) before the count is read. */
+static int64_t cgroup_cpu_ns(const char *path)
+{
+	char buf[4096];
+	const char *u;
+	ssize_t n;
+	int fd;
+
+	if (!path)
+		return -1;
+	sched_yield();
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (buf[0] >= '0' && buf[0] <= '9')
+		return strtoll(buf, NULL, 10);
+	u = strstr(buf, "usage_usec ");
+	return u ? strtoll(u + strlen("usage_usec "), NULL, 10) * 1000 : -1;
 }
 
 static void account(struct shared *s, ssize_t n)
@@ -190,6 +234,8 @@ static void lat_add(struct lats *l, double sec)
 
 static void lat_merge(struct shared *s, struct lats *l)
 {
+	if (!l->n) /* none recorded (--latency 0): l->v is NULL */
+		return;
 	pthread_mutex_lock(&s->lock);
 	if (s->nlat + l->n > s->caplat) {
 		size_t cap = s->nlat + l->n;
@@ -267,7 +313,8 @@ static void *thread_per_request(void *arg)
 			fail(s, errno);
 			break;
 		}
-		lat_add(&l, now() - t0);
+		if (!s->p->nolat)
+			lat_add(&l, now() - t0);
 		account(s, n);
 	}
 	lat_merge(s, &l);
@@ -308,7 +355,8 @@ static void *thread_random(void *arg)
 			fail(s, errno);
 			break;
 		}
-		lat_add(&l, now() - t0);
+		if (!p->nolat)
+			lat_add(&l, now() - t0);
 		account(s, n);
 	}
 	lat_merge(s, &l);
@@ -419,6 +467,47 @@ out:
 	if (pct < s->min_pct)
 		s->min_pct = pct;
 	pthread_mutex_unlock(&s->lock);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+/* One reader of files: FILE.index from its start, its own fd, up to --limit
+ * bytes of it. */
+static void *thread_files(void *arg)
+{
+	struct thread_arg *a = arg;
+	struct shared *s = a->s;
+	const struct params *p = s->p;
+	char name[4096];
+	char *buf = malloc(p->bs);
+	uint64_t done = 0, size;
+	struct stat st;
+	int fd;
+
+	snprintf(name, sizeof(name), "%s.%u", p->path, a->index);
+	fd = open(name, O_RDONLY);
+	if (!buf) {
+		fail(s, ENOMEM);
+		goto out;
+	}
+	if (fd < 0 || fstat(fd, &st)) {
+		fprintf(stderr, "read_patterns: %s: %s\n", name,
+			strerror(errno));
+		fail(s, errno);
+		goto out;
+	}
+	size = (uint64_t)st.st_size;
+	if (p->limit && p->limit < size)
+		size = p->limit;
+	while (done < size && !expired(s)) {
+		uint64_t want = size - done < p->bs ? size - done : p->bs;
+
+		if (!took(s, read(fd, buf, want), &done))
+			break;
+	}
+out:
 	if (fd >= 0)
 		close(fd);
 	free(buf);
@@ -565,13 +654,14 @@ int main(int argc, char **argv)
 	struct shared s = {.p = &p, .fd = -1, .min_pct = 100.0};
 	struct stat st;
 	double t0, t1;
+	int64_t c0 = -1, c1 = -1; /* --cpu: the cgroup's count then */
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: read_patterns PATTERN FILE [--bs N] "
 				"[--threads N] [--streams N] [--count N] "
 				"[--seed N] [--limit N] [--seconds S] "
 				"[--rate N] [--fast N] [--total N] [--warm 1] "
-				"[--tenths 1]\n");
+				"[--tenths 1] [--latency 0] [--cpu FILE]\n");
 		return 2;
 	}
 	pthread_mutex_init(&s.lock, NULL);
@@ -607,6 +697,10 @@ int main(int argc, char **argv)
 			p.warm = atoi(argv[i + 1]) != 0;
 		else if (!strcmp(argv[i], "--tenths"))
 			p.tenths = atoi(argv[i + 1]) != 0;
+		else if (!strcmp(argv[i], "--latency"))
+			p.nolat = atoi(argv[i + 1]) == 0;
+		else if (!strcmp(argv[i], "--cpu"))
+			p.cpu_file = argv[i + 1];
 		else {
 			fprintf(stderr, "read_patterns: unknown option %s\n",
 				argv[i]);
@@ -617,14 +711,36 @@ int main(int argc, char **argv)
 		fprintf(stderr, "read_patterns: too many threads or streams\n");
 		return 2;
 	}
+	if (p.cpu_file && cgroup_cpu_ns(p.cpu_file) < 0) {
+		fprintf(stderr,
+			"read_patterns: --cpu %s: not a cgroup's cpuacct.usage "
+			"or cpu.stat\n",
+			p.cpu_file);
+		return 2;
+	}
 
 	if (!strcmp(p.pattern, "write")) {
 		p.bs = p.bs ? p.bs : 64 << 10;
 		p.threads = p.threads ? p.threads : 8;
 		p.total = p.total ? p.total : (uint64_t)2 << 30;
+		c0 = cgroup_cpu_ns(p.cpu_file);
 		t0 = now();
 		run_threads(&s, thread_write, p.threads, true);
 		t1 = now();
+		c1 = cgroup_cpu_ns(p.cpu_file);
+		goto report;
+	}
+	if (!strcmp(p.pattern, "files")) {
+		/* No one FILE: each reader opens its own FILE.i. */
+		p.bs = p.bs ? p.bs : 128 << 10;
+		p.threads = p.threads ? p.threads : 4;
+		c0 = cgroup_cpu_ns(p.cpu_file);
+		t0 = now();
+		if (p.seconds > 0)
+			s.deadline = t0 + p.seconds;
+		run_threads(&s, thread_files, p.threads, true);
+		t1 = now();
+		c1 = cgroup_cpu_ns(p.cpu_file);
 		goto report;
 	}
 
@@ -648,6 +764,7 @@ int main(int argc, char **argv)
 			fail(&s, errno);
 	}
 
+	c0 = cgroup_cpu_ns(p.cpu_file);
 	t0 = now();
 	if (p.seconds > 0)
 		s.deadline = t0 + p.seconds;
@@ -696,6 +813,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	t1 = now();
+	c1 = cgroup_cpu_ns(p.cpu_file);
 	close(s.fd);
 report:
 	if (s.error) {
@@ -706,6 +824,8 @@ report:
 	printf("%s %" PRIu64 " %.3f %.1f %" PRIu64, p.pattern, s.bytes, t1 - t0,
 	       (double)s.bytes / (t1 - t0) / 1e6, s.requests);
 	print_extras(&s, &p, t0);
+	if (c0 >= 0 && c1 >= c0)
+		printf(" cpu_ns=%" PRId64, c1 - c0);
 	printf("\n");
 	free(s.lat);
 	return 0;

@@ -2,18 +2,39 @@
 # run.sh - the benchmark: every seed workload side by side on one real ext4
 # volume -- the backing directly, FUSE peers, aheadfs in both read modes -- on
 # an unthrottled and on an IOPS-bound device, under memory limits and behind an
-# NFS re-export; cold caches, fresh mounts, ratios to the backing.
+# NFS re-export; cold caches, fresh mounts, ratios to the backing; and what
+# each costs in CPU time.  With --cores: the cost of the path itself, 1 ...
+# nproc readers on a tmpfs backing.
 #
-# Usage: tests/bench/run.sh [--quick|--smoke] [-s SIZE] [-t TARGETS] [-r RUNS]
-#                           [-p PROFILES] [-i IOPS] [-w REGEX] [-o RESULTS.md]
+# Usage: tests/bench/run.sh [--quick|--smoke|--cores] [-s SIZE] [-t TARGETS]
+#                           [-r RUNS] [-p PROFILES] [-i IOPS] [-n READERS]
+#                           [-c CAP] [-w REGEX] [-o RESULTS.md]
 #   (no mode) the full run: 2 GiB file, 2 runs, 1 GiB (5 s cap) per read
 #             cell, 20 s slow streams, 2 GiB of writes, 128 MiB NFS files
 #   --quick   a check in minutes: 512 MiB file, 1 run, short cells
 #   --smoke   tiny sizes, a few rows per workload group: the ctest smoke test;
-#             asserts only that every cell produced a number or a reason
-#   SIZE      test file size (default by mode)
-#   TARGETS   comma list (default backing,bindfs,mergerfs,aheadfs,aheadfs-direct):
-#             backing         the ext4 directory itself
+#             asserts only that every cell produced a number (and a CPU
+#             figure) or a reason
+#   --cores   the cost of the path itself: the backing is a tmpfs (no loop
+#             device, no throttle, no device profiles), READERS readers, three
+#             workloads: each reader its own file, 128 KiB reads (files); one
+#             file opened per 64 KiB request by N threads (per-request);
+#             random 8 KiB reads by N threads over a file read once through
+#             the mount before the clock starts, so hits after that first
+#             pass (random).  Per cell: GB/s summed over the readers,
+#             CPU-seconds per GiB delivered (daemon + readers, the cell's
+#             cgroup) and its ratio to the backing's, cores busy (that CPU
+#             time / the wall time of the readers).  1 run, CAP 2 s.  Exits
+#             1 when a cell holds neither figures nor a SKIP (a peer not
+#             installed): a reader that failed, a daemon that died
+#   SIZE      test file size (default by mode).  --cores: each reader's own
+#             file; the one-file workloads read a file of SIZE × the most
+#             READERS (per-request) or SIZE (random); default MemTotal / 8 /
+#             the most READERS, at most 512 MiB, in 16 MiB steps
+#   TARGETS   comma list (default backing,bindfs,mergerfs,aheadfs,aheadfs-direct;
+#             --cores: backing,bindfs,mergerfs,aheadfs,aheadfs-opens=none,
+#             aheadfs-direct):
+#             backing         the ext4 directory itself (--cores: the tmpfs)
 #             bindfs          Debian's bindfs, a plain FUSE passthrough
 #             mergerfs        Debian's mergerfs -o cache.files=off (and
 #                             minfreespace=0: the volume is small)
@@ -32,27 +53,49 @@
 #             iops  the same device throttled to IOPS reads a second through
 #                   the blkio cgroup (blkio.throttle.read_iops_device)
 #   IOPS      the iops profile's limit (default 300)
+#   READERS   --cores: reader counts, comma list (default 1, 2, 4, ... below
+#             nproc, nproc, 2 × nproc)
+#   CAP       the time cap of a read cell, seconds (default by mode)
 #   REGEX     only the rows whose name matches (grep -E)
-#   RESULTS   write the table there (markdown), every run as RESULTS.csv, the
+#   RESULTS   write the tables there (markdown), every run as RESULTS.csv, the
 #             medians per profile as RESULTS.PROFILE.tsv (workload, target,
 #             MB/s) and their plots as RESULTS.PROFILE.png (tests/bench/plot.sh);
 #             the logs of daemons that died in RESULTS.logs/.  Default: a new
 #             directory under /var/tmp, printed at the end.
+#             Tables: per profile, MB/s with the ratio to the backing;
+#             CPU-seconds per GiB delivered with the ratio to the backing's;
+#             per cell the device's and the cgroup's I/O counts, memory, the
+#             machine's busy CPU, the cell's CPU and CPU per GiB.  --cores: per
+#             workload, readers × targets, each cell "GB/s · CPU s/GiB (×
+#             the backing's) · cores busy".  RESULTS.csv columns: profile,
+#             workload, target, run, status, MBps, bytes, dev_ios, dev_bytes,
+#             cgroup_ios, daemon_hwm_kb, cgroup_peak_bytes, p50_us, p99_us,
+#             extra, cpu_s (the machine's), cell_cpu_s, wall_s,
+#             cpu_s_per_gib, cell_seconds.
 # Environment: AHEADFS (the daemon), AHEADFS_BASE (the aheadfs-base target's
 # daemon), READ_PATTERNS and NFS_READ (the workload
 # programs); default to build/release, and the two programs are compiled from
-# this directory when not built.  Needs root: loop devices, drop_caches, cgroup
-# v1 (memory, blkio), mounts.  Missing Debian packages (bindfs, mergerfs,
-# nfs-ganesha, nfs-ganesha-vfs, libnfs-dev, gnuplot-nox) are installed with
-# apt-get; a target or row that still cannot run reports why in its cell.
+# this directory when not built.  AFS_BENCH_NO_APT=1: install nothing (a
+# target whose program is missing reports "not installed").
+# AFS_BENCH_CGROUP=v1|v2: where the CPU time is counted (default: the cgroup
+# v1 cpuacct hierarchy where there is one, else cgroup v2's cpu.stat).
+# Needs root: loop devices, drop_caches, cgroups, mounts; the memory rows and
+# the iops profile need cgroup v1's memory and blkio controllers.  Missing
+# Debian packages (bindfs, mergerfs, nfs-ganesha, nfs-ganesha-vfs,
+# libnfs-dev, gnuplot-nox) are installed with apt-get; a target or row that
+# still cannot run reports why in its cell.
 #
-# Every cell: a fresh cgroup (blkio, memory) holding the daemon, the NFS
-# server and the reader; a fresh mount; `sync; echo 3 > drop_caches`; the
-# workload; the device's own counters (/sys/block/loopN/stat) and the
-# cgroup's throttled counters (blkio.throttle.io_serviced) before and after;
-# the daemon's VmHWM and the cgroup's memory.max_usage_in_bytes before it
-# ends.  A daemon that dies is reported as DIED (OOM when the cgroup's
-# oom_kill count rose) and its log kept.
+# Every cell: a fresh cgroup (blkio, memory, and the CPU accounting's)
+# holding the daemon, the NFS server and the reader; a fresh mount; `sync;
+# echo 3 > drop_caches`; the workload; the device's own counters
+# (/sys/block/loopN/stat), the cgroup's throttled counters
+# (blkio.throttle.io_serviced) and its CPU time (cpuacct.usage, or cpu.stat
+# usage_usec on cgroup v2) just before and just after it; the daemon's VmHWM
+# and the cgroup's memory.max_usage_in_bytes before it ends.  CPU time counts
+# every task of the cgroup (the daemon's threads, the NFS server, the readers),
+# not the kernel's own threads; where no cgroup can count it, the machine's
+# busy CPU stands in and the header says so.  A daemon that dies is reported
+# as DIED (OOM when the cgroup's oom_kill count rose) and its log kept.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 here=$top/tests/bench
@@ -65,21 +108,23 @@ for a in "$@"; do
 	case $a in
 	--quick) mode=quick ;;
 	--smoke) mode=smoke ;;
+	--cores) mode=cores ;;
 	--help) usage; exit 0 ;;
 	*) args+=("$a") ;;
 	esac
 done
 set -- ${args[@]+"${args[@]}"}
 
-targets=backing,bindfs,mergerfs,aheadfs,aheadfs-direct
-profiles=fast,iops iops=300 only=. out= size= runs=
-while getopts s:t:r:p:i:w:o:h opt; do
+targets= profiles=fast,iops iops=300 only=. out= size= runs= readers= cap_opt=
+while getopts s:t:r:p:i:n:c:w:o:h opt; do
 	case $opt in
 	s) size=$OPTARG ;;
 	t) targets=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	p) profiles=$OPTARG ;;
 	i) iops=$OPTARG ;;
+	n) readers=$OPTARG ;;
+	c) cap_opt=$OPTARG ;;
 	w) only=$OPTARG ;;
 	o) out=$OPTARG ;;
 	*) usage >&2; exit 2 ;;
@@ -93,9 +138,56 @@ case $mode in
 full) d_size=2G d_runs=2 limit=1G cap=5 slow_s=20 wtotal=2G ddtotal=1536M nfs_file=128M nrand=1000 tmo=600 ;;
 quick) d_size=512M d_runs=1 limit=256M cap=1.5 slow_s=3 wtotal=256M ddtotal=192M nfs_file=32M nrand=300 tmo=120 ;;
 smoke) d_size=24M d_runs=1 limit=8M cap=0.3 slow_s=0.3 wtotal=8M ddtotal=6M nfs_file=2M nrand=50 tmo=60 ;;
+cores) d_size= d_runs=1 limit= cap=2 tmo=120 ;;
 esac
+if [ -n "$cap_opt" ]; then
+	if ! [[ $cap_opt =~ ^[0-9]*\.?[0-9]+$ ]] || ! awk -v c="$cap_opt" 'BEGIN {exit !(c > 0)}'; then
+		echo "run.sh: -c: a time cap in seconds, not '$cap_opt'" >&2
+		exit 2
+	fi
+	cap=$cap_opt
+fi
+if [ "$mode" = cores ]; then
+	targets=${targets:-backing,bindfs,mergerfs,aheadfs,aheadfs-opens=none,aheadfs-direct}
+	profiles=tmpfs
+	if [ -z "$readers" ]; then
+		n=$(nproc) r=1
+		while [ "$r" -lt "$n" ]; do readers+=$r, r=$((r * 2)); done
+		readers+=$n,$((2 * n))
+	fi
+	IFS=, read -r -a nlist <<<"$readers"
+	maxr=0
+	for r in "${nlist[@]}"; do
+		if ! [[ $r =~ ^[1-9][0-9]*$ ]] || [ "$r" -gt 256 ]; then
+			echo "run.sh: -n: reader counts from 1 to 256, not '$r'" >&2
+			exit 2
+		fi
+		[ "$r" -gt "$maxr" ] && maxr=$r
+	done
+	if [ -z "$size" ]; then
+		# MemTotal / 8 / the most readers: the own files and the one file
+		# on tmpfs, the mount's page cache and the daemon's cache fit in
+		# half the memory.
+		d_size=$(awk -v r="$maxr" '$1 == "MemTotal:" {m = int($2 / 1024 / 8 / r / 16) * 16
+			if (m > 512) m = 512; if (m < 16) m = 16; print m "M"}' /proc/meminfo)
+	fi
+elif [ -n "$readers" ]; then
+	echo "run.sh: -n READERS is for --cores" >&2
+	exit 2
+fi
+targets=${targets:-backing,bindfs,mergerfs,aheadfs,aheadfs-direct}
 size=${size:-$d_size} runs=${runs:-$d_runs}
 bytes=$(numfmt --from=iec "$size")
+if [ "$mode" = cores ]; then
+	limit=$size
+	# The own files and the one file, in bytes, and what memory has room for.
+	cores_total=$((2 * bytes * maxr))
+	avail=$(awk '$1 == "MemAvailable:" {printf "%.0f", $2 * 1024}' /proc/meminfo)
+	if [ "$cores_total" -gt $((avail / 2)) ]; then
+		echo "run.sh: --cores: $size × $maxr readers × 2 files on tmpfs is more than half the available memory ($((avail >> 20)) MiB): a smaller -s" >&2
+		exit 2
+	fi
+fi
 [ "$(numfmt --from=iec "$limit")" -gt "$bytes" ] && limit=$size
 
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (loop devices, cgroups, drop_caches)" >&2; exit 77; }
@@ -128,21 +220,46 @@ fi
 mkdir -p "$(dirname "$out")"
 out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
 logs=$out.logs
-loopdev= mnt=$work/mnt vol=$work/vol daemon= server= cg_blk= cg_mem=
+loopdev= loopname= majmin= mnt=$work/mnt vol=$work/vol daemon= server=
+cg_blk= cg_mem= cg_cpu=
 dirty_saved=()
 
-# Cgroups: one parent per controller under this shell's own cgroup, one child
+# Cgroups: one parent per hierarchy under this shell's own cgroup, one child
 # per cell.
-cg_path() { awk -F: -v c="$1" '$2 == c {print $3}' /proc/self/cgroup; }
-blk_root= mem_root=
-if [ -d /sys/fs/cgroup/blkio ] && [ -f /sys/fs/cgroup/blkio/cgroup.procs ]; then
-	blk_root=/sys/fs/cgroup/blkio$(cg_path blkio)/aheadfs-bench.$$
-	blk_root=${blk_root//\/\//\/}
-fi
-if [ -d /sys/fs/cgroup/memory ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
-	mem_root=/sys/fs/cgroup/memory$(cg_path memory)/aheadfs-bench.$$
-	mem_root=${mem_root//\/\//\/}
-fi
+# v1_dir CONTROLLER: this shell's cgroup in the v1 hierarchy that has the
+# controller (alone or co-mounted, as cpu,cpuacct); nothing where none has.
+v1_dir() {
+	local mp cg
+	mp=$(awk -v c="$1" '$3 == "cgroup" {n = split($4, o, ",")
+		for (i = 1; i <= n; i++) if (o[i] == c) {print $2; exit}}' /proc/self/mounts)
+	cg=$(awk -F: -v c="$1" '{n = split($2, o, ",")
+		for (i = 1; i <= n; i++) if (o[i] == c) print $3}' /proc/self/cgroup)
+	[ -n "$mp" ] && [ -n "$cg" ] && [ -f "$mp/cgroup.procs" ] || return 0
+	mp=$mp$cg
+	echo "${mp%/}"
+}
+# v2_dir: this shell's cgroup in the unified (cgroup2) hierarchy, or nothing.
+v2_dir() {
+	local mp cg
+	mp=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/self/mounts)
+	cg=$(awk -F: '$1 == "0" && $2 == "" {print $3}' /proc/self/cgroup)
+	[ -n "$mp" ] && [ -n "$cg" ] && [ -f "$mp/cgroup.procs" ] || return 0
+	mp=$mp$cg
+	echo "${mp%/}"
+}
+blk_root= mem_root= cpu_root= cpu_kind=
+d=$(v1_dir blkio)
+[ -n "$d" ] && blk_root=$d/aheadfs-bench.$$
+d=$(v1_dir memory)
+[ -n "$d" ] && mem_root=$d/aheadfs-bench.$$
+case ${AFS_BENCH_CGROUP:-} in
+"") d=$(v1_dir cpuacct) cpu_kind=v1
+	[ -n "$d" ] || d=$(v2_dir) cpu_kind=v2 ;;
+v1) d=$(v1_dir cpuacct) cpu_kind=v1 ;;
+v2) d=$(v2_dir) cpu_kind=v2 ;;
+*) echo "run.sh: AFS_BENCH_CGROUP is v1 or v2, not '$AFS_BENCH_CGROUP'" >&2; exit 2 ;;
+esac
+[ -n "$d" ] && cpu_root=$d/aheadfs-bench.$$
 
 # In the mount table, even when stat fails (a dead daemon's ENOTCONN).
 is_mounted() { awk -v m="$1" '$2 == m {f = 1} END {exit !f}' /proc/self/mounts; }
@@ -176,8 +293,10 @@ cleanup() {
 	[ -n "$daemon" ] && stop_pid "$daemon"
 	cg_remove "$cg_blk"
 	cg_remove "$cg_mem"
+	cg_remove "$cg_cpu"
 	[ -n "$blk_root" ] && [ -d "$blk_root" ] && rmdir "$blk_root"
 	[ -n "$mem_root" ] && [ -d "$mem_root" ] && rmdir "$mem_root"
+	[ -n "$cpu_root" ] && [ -d "$cpu_root" ] && rmdir "$cpu_root"
 	is_mounted "$vol" && umount "$vol"
 	[ -n "$loopdev" ] && losetup -d "$loopdev"
 	local kv
@@ -198,11 +317,15 @@ NFS_READ=${NFS_READ:-$top/build/release/tests/bench/nfs_read}
 [ -x "$AHEADFS" ] || { echo "run.sh: $AHEADFS not built (cmake --build build/release)" >&2; exit 1; }
 cflags=(-std=c11 -O2 -Wall -Wextra -D_GNU_SOURCE)
 if [ ! -x "$READ_PATTERNS" ]; then
+	command -v cc >/dev/null ||
+		{ echo "run.sh: $READ_PATTERNS not built and no C compiler: set READ_PATTERNS" >&2; exit 1; }
 	READ_PATTERNS=$work/read_patterns
 	cc "${cflags[@]}" -o "$READ_PATTERNS" "$here/read_patterns.c" -pthread
 fi
 nfs_why=
-if [ ! -x "$NFS_READ" ]; then
+if [ "$mode" = cores ]; then
+	nfs_why="no NFS rows in --cores"
+elif [ ! -x "$NFS_READ" ]; then
 	NFS_READ=$work/nfs_read
 	need 'pkg-config --exists libnfs' pkg-config libnfs-dev || true
 	# shellcheck disable=SC2046 # pkg-config's flags are words
@@ -212,7 +335,7 @@ if [ ! -x "$NFS_READ" ]; then
 		nfs_why="no libnfs-dev"
 	fi
 fi
-need 'command -v ganesha.nfsd && ls /usr/lib/*/ganesha/libfsalvfs.so' \
+[ -n "$nfs_why" ] || need 'command -v ganesha.nfsd && ls /usr/lib/*/ganesha/libfsalvfs.so' \
 	nfs-ganesha nfs-ganesha-vfs || nfs_why=${nfs_why:-"no nfs-ganesha-vfs"}
 
 IFS=, read -r -a tlist <<<"$targets"
@@ -229,83 +352,172 @@ for t in "${tlist[@]}"; do
 	esac
 done
 for p in "${plist[@]}"; do
-	case $p in fast | iops) ;; *) echo "run.sh: unknown profile $p" >&2; exit 2 ;; esac
+	case $mode,$p in
+	cores,tmpfs | [!c]*,fast | [!c]*,iops) ;;
+	*) echo "run.sh: unknown profile $p" >&2; exit 2 ;;
+	esac
 done
 
 # --- the volume -----------------------------------------------------------
-wbytes=$(numfmt --from=iec "$wtotal")
-nfs_bytes=$(numfmt --from=iec "$nfs_file")
-warm_bytes=$(numfmt --from=iec "$limit")
-truncate -s $((bytes + warm_bytes + wbytes + 4 * nfs_bytes + 512 * 1024 * 1024)) "$work/ext4.img"
-loopdev=$(losetup --direct-io=on -f --show "$work/ext4.img")
-loopname=${loopdev#/dev/}
-majmin=$(cat "/sys/block/$loopname/dev")
-mkfs.ext4 -q -F "$loopdev"
-mount "$loopdev" "$vol"
-mkdir "$vol/data" "$vol/data/nfs" "$vol/data/w"
-echo "run.sh: writing a $size test file on $loopdev (ext4, direct-io loop)" >&2
-head -c "$bytes" /dev/urandom >"$vol/data/file"
-head -c "$warm_bytes" /dev/urandom >"$vol/data/warm"
-for i in 0 1 2 3; do head -c "$nfs_bytes" /dev/urandom >"$vol/data/nfs/f$i"; done
-sync
+if [ "$mode" = cores ]; then
+	# The backing is a tmpfs: no device, so what a cell measures is the
+	# cost of the path.  Reader i's own file own.i, the one file big
+	# (SIZE × the most readers): copies of one random chunk, written in
+	# parallel.
+	mount -t tmpfs -o size=$((cores_total + (128 << 20))),mode=755 aheadfs-bench "$vol"
+	mkdir "$vol/data"
+	echo "run.sh: writing $maxr files of $size and one of $(numfmt --to=iec $((bytes * maxr))) on tmpfs" >&2
+	chunk=$((bytes < (64 << 20) ? bytes : 64 << 20))
+	head -c "$chunk" /dev/urandom >"$vol/chunk"
+	fill() { # FILE BYTES
+		{ while cat "$vol/chunk"; do :; done; } 2>/dev/null | head -c "$2" >"$1" || true
+		[ "$(stat -c %s "$1")" = "$2" ] || { echo "run.sh: could not write $1" >&2; return 1; }
+	}
+	jobs_max=$(nproc) pids=()
+	for i in big $(seq 0 $((maxr - 1))); do
+		f=$vol/data/own.$i size_i=$bytes
+		[ "$i" = big ] && f=$vol/data/big size_i=$((bytes * maxr))
+		fill "$f" "$size_i" &
+		pids+=($!)
+		if [ "${#pids[@]}" -ge "$jobs_max" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
+	rm "$vol/chunk"
+	blk_root=
+else
+	wbytes=$(numfmt --from=iec "$wtotal")
+	nfs_bytes=$(numfmt --from=iec "$nfs_file")
+	warm_bytes=$(numfmt --from=iec "$limit")
+	truncate -s $((bytes + warm_bytes + wbytes + 4 * nfs_bytes + 512 * 1024 * 1024)) "$work/ext4.img"
+	loopdev=$(losetup --direct-io=on -f --show "$work/ext4.img")
+	loopname=${loopdev#/dev/}
+	majmin=$(cat "/sys/block/$loopname/dev")
+	mkfs.ext4 -q -F "$loopdev"
+	mount "$loopdev" "$vol"
+	mkdir "$vol/data" "$vol/data/nfs" "$vol/data/w"
+	echo "run.sh: writing a $size test file on $loopdev (ext4, direct-io loop)" >&2
+	head -c "$bytes" /dev/urandom >"$vol/data/file"
+	head -c "$warm_bytes" /dev/urandom >"$vol/data/warm"
+	for i in 0 1 2 3; do head -c "$nfs_bytes" /dev/urandom >"$vol/data/nfs/f$i"; done
+	sync
 
-# Writes: pin the dirty-page thresholds to the kernel's defaults for the run
-# (restored on exit) and print them.
-for k in dirty_background_bytes dirty_bytes dirty_background_ratio dirty_ratio dirty_expire_centisecs dirty_writeback_centisecs; do
-	dirty_saved+=("$k=$(cat /proc/sys/vm/$k)")
-done
-# Restore in an order that leaves the *_bytes settings as they were.
-dirty_saved=("${dirty_saved[@]:2}" "${dirty_saved[@]:0:2}")
-echo 10 >/proc/sys/vm/dirty_background_ratio
-echo 20 >/proc/sys/vm/dirty_ratio
-echo 3000 >/proc/sys/vm/dirty_expire_centisecs
-echo 500 >/proc/sys/vm/dirty_writeback_centisecs
-dirty_now=$(for k in dirty_background_bytes dirty_bytes dirty_background_ratio dirty_ratio dirty_expire_centisecs dirty_writeback_centisecs; do printf '%s=%s ' "$k" "$(cat /proc/sys/vm/$k)"; done)
+	# Writes: pin the dirty-page thresholds to the kernel's defaults for the run
+	# (restored on exit) and print them.
+	for k in dirty_background_bytes dirty_bytes dirty_background_ratio dirty_ratio dirty_expire_centisecs dirty_writeback_centisecs; do
+		dirty_saved+=("$k=$(cat /proc/sys/vm/$k)")
+	done
+	# Restore in an order that leaves the *_bytes settings as they were.
+	dirty_saved=("${dirty_saved[@]:2}" "${dirty_saved[@]:0:2}")
+	echo 10 >/proc/sys/vm/dirty_background_ratio
+	echo 20 >/proc/sys/vm/dirty_ratio
+	echo 3000 >/proc/sys/vm/dirty_expire_centisecs
+	echo 500 >/proc/sys/vm/dirty_writeback_centisecs
+	dirty_now=$(for k in dirty_background_bytes dirty_bytes dirty_background_ratio dirty_ratio dirty_expire_centisecs dirty_writeback_centisecs; do printf '%s=%s ' "$k" "$(cat /proc/sys/vm/$k)"; done)
+fi
 
 # A controller whose hierarchy cannot take a child counts as absent: its rows
 # and profile report SKIP.
 if [ -n "$blk_root" ] && ! mkdir -p "$blk_root" 2>/dev/null; then blk_root=; fi
 if [ -n "$mem_root" ] && ! mkdir -p "$mem_root" 2>/dev/null; then mem_root=; fi
 
+# CPU time: the cell cgroup's, where a child can be made, a process moved into
+# it and its count read; else the machine's busy CPU.
+cpu_file() { # CGROUP: the file that counts its CPU time
+	if [ "$cpu_kind" = v1 ]; then echo "$1/cpuacct.usage"; else echo "$1/cpu.stat"; fi
+}
+cell_cpu_ns() { # [CGROUP]: its CPU time so far, ns (default the cell's); nothing without one
+	local d=${1:-$cg_cpu}
+	[ -n "$d" ] || return 0
+	if [ "$cpu_kind" = v1 ]; then
+		cat "$(cpu_file "$d")"
+	else
+		awk '$1 == "usage_usec" {print $2 "000"}' "$(cpu_file "$d")"
+	fi
+}
+cpu_src="the machine's busy CPU (/proc/stat, every core): no cgroup here counts a cell's CPU time"
+if [ -n "$cpu_root" ] && mkdir -p "$cpu_root" 2>/dev/null && mkdir "$cpu_root/probe" 2>/dev/null; then
+	if (echo "$BASHPID" >"$cpu_root/probe/cgroup.procs") 2>/dev/null &&
+		[[ $(cell_cpu_ns "$cpu_root/probe") =~ ^[0-9]+$ ]]; then
+		if [ "$cpu_kind" = v1 ]; then
+			cpu_src="the cell cgroup's cpuacct.usage (cgroup v1)"
+		else
+			cpu_src="the cell cgroup's cpu.stat usage_usec (cgroup v2)"
+		fi
+	else
+		cpu_kind=
+	fi
+	cg_remove "$cpu_root/probe"
+else
+	cpu_kind=
+fi
+if [ -z "$cpu_kind" ]; then
+	[ -n "$cpu_root" ] && [ -d "$cpu_root" ] && rmdir "$cpu_root"
+	cpu_root=
+fi
+
 # --- rows -------------------------------------------------------------------
 # kind|memory limit (none or MiB)|name|arguments
-rows=(
-	"read|none|seq 4 KiB|seq --bs 4K"
-	"read|none|seq 128 KiB|seq --bs 128K"
-	"read|none|seq 1 MiB|seq --bs 1M"
-	"read|none|2 threads, one fd, 11 KiB|shared-fd --threads 2 --bs 11K"
-	"read|none|open per request, 2 threads × 11 KiB|per-request --threads 2 --bs 11K"
-	"read|none|open per request, 4 threads × 64 KiB|per-request --threads 4 --bs 64K"
-	"read|none|interleaved 4 streams, 8 KiB|interleave --streams 4 --bs 8K"
-	"read|none|column scan, 512 rows × 4 KiB|column --streams 512"
-	"warm|none|column scan, 512 rows × 4 KiB, a daemon that ran before|column --streams 512"
-	"rand|none|random 8 KiB ×$nrand|random --bs 8K --count $nrand"
-	"rand|none|random 2 KiB ×$nrand|random --bs 2K --count $nrand"
-	"rand|none|random 8 KiB ×$nrand, 1 + 4 thrashers|random --bs 8K --count $nrand --threads 5"
-	"hot|none|hot 4 KiB (file already cached)|seq --bs 4K"
-	"floor|none|floor: random 8 KiB, the file in the backing's page cache|random --bs 8K --count 20000"
-	"floor|none|floor: open per request, 2 threads × 11 KiB, the file in the backing's page cache|per-request --threads 2 --bs 11K"
-	"floor|none|floor: seq 128 KiB, the file in the backing's page cache|seq --bs 128K"
-	"floor|none|floor: 2 threads, one fd, 11 KiB, the file in the backing's page cache|shared-fd --threads 2 --bs 11K"
-	"floor|none|floor: interleaved 4 streams, 8 KiB, the file in the backing's page cache|interleave --streams 4 --bs 8K"
-	"big|none|big file stream, no memory limit|seq --bs 128K --tenths 1"
-	"big|256|big file stream, 256 MiB cgroup|seq --bs 128K --tenths 1"
-	"warm|256|big file stream, 256 MiB cgroup, a daemon that ran before|seq --bs 128K --tenths 1"
-	"big|64|big file stream, 64 MiB cgroup|seq --bs 128K --tenths 1"
-	"slow|none|64 slow streams, no memory limit|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
-	"slow|256|64 slow streams, 256 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
-	"slow|64|64 slow streams, 64 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
-	"slow|none|64 slow streams + 1 unpaced reader|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s --fast 1"
-	"write|none|write 8 threads × 64 KiB, through fsync|write --threads 8 --bs 64K --total $wtotal"
-	"write|none|write 16 threads × 64 KiB, through fsync|write --threads 16 --bs 64K --total $wtotal"
-	"write|none|write 3 streams × 1 MiB, through fsync|write --threads 3 --bs 1M --total $ddtotal"
-	"nfs-cold|none|NFS, cold: 4 readers, a file each, 1 READ in flight|own --readers 4 --depth 1"
-	"nfs-cold|none|NFS, cold: 4 readers of one file, 32 READs in flight each|shared --readers 4 --depth 32"
-	"nfs-cold|none|NFS, cold: 8 interleaved streams over one file|interleave --streams 8"
-	"nfs-hot|none|NFS, hot: 4 readers, a file each, 1 READ in flight|own --readers 4 --depth 1"
-	"nfs-hot|none|NFS, hot: 4 readers of one file, 32 READs in flight each|shared --readers 4 --depth 32"
-	"nfs-hot|none|NFS, hot: 8 interleaved streams over one file|interleave --streams 8"
-)
+# --cores: one row per workload and reader count.
+cores_w=(cfiles cper crand)
+cores_label() {
+	case $1 in
+	cfiles) echo "own files, 128 KiB reads" ;;
+	cper) echo "one file, open per 64 KiB request" ;;
+	crand) echo "random 8 KiB, hits after the first pass" ;;
+	esac
+}
+cores_name() { echo "$(cores_label "$1"), $2 reader$([ "$2" = 1 ] || echo s)"; }
+if [ "$mode" = cores ]; then
+	rows=()
+	for w in "${cores_w[@]}"; do
+		for r in "${nlist[@]}"; do
+			case $w in
+			cfiles) a="files --threads $r --bs 128K" ;;
+			cper) a="per-request --threads $r --bs 64K --latency 0" ;;
+			crand) a="random --threads $r --bs 8K --count 1G --latency 0" ;;
+			esac
+			rows+=("$w|none|$(cores_name "$w" "$r")|$a")
+		done
+	done
+else
+	rows=(
+		"read|none|seq 4 KiB|seq --bs 4K"
+		"read|none|seq 128 KiB|seq --bs 128K"
+		"read|none|seq 1 MiB|seq --bs 1M"
+		"read|none|2 threads, one fd, 11 KiB|shared-fd --threads 2 --bs 11K"
+		"read|none|open per request, 2 threads × 11 KiB|per-request --threads 2 --bs 11K"
+		"read|none|open per request, 4 threads × 64 KiB|per-request --threads 4 --bs 64K"
+		"read|none|interleaved 4 streams, 8 KiB|interleave --streams 4 --bs 8K"
+		"read|none|column scan, 512 rows × 4 KiB|column --streams 512"
+		"warm|none|column scan, 512 rows × 4 KiB, a daemon that ran before|column --streams 512"
+		"rand|none|random 8 KiB ×$nrand|random --bs 8K --count $nrand"
+		"rand|none|random 2 KiB ×$nrand|random --bs 2K --count $nrand"
+		"rand|none|random 8 KiB ×$nrand, 1 + 4 thrashers|random --bs 8K --count $nrand --threads 5"
+		"hot|none|hot 4 KiB (file already cached)|seq --bs 4K"
+		"floor|none|floor: random 8 KiB, the file in the backing's page cache|random --bs 8K --count 20000"
+		"floor|none|floor: open per request, 2 threads × 11 KiB, the file in the backing's page cache|per-request --threads 2 --bs 11K"
+		"floor|none|floor: seq 128 KiB, the file in the backing's page cache|seq --bs 128K"
+		"floor|none|floor: 2 threads, one fd, 11 KiB, the file in the backing's page cache|shared-fd --threads 2 --bs 11K"
+		"floor|none|floor: interleaved 4 streams, 8 KiB, the file in the backing's page cache|interleave --streams 4 --bs 8K"
+		"big|none|big file stream, no memory limit|seq --bs 128K --tenths 1"
+		"big|256|big file stream, 256 MiB cgroup|seq --bs 128K --tenths 1"
+		"warm|256|big file stream, 256 MiB cgroup, a daemon that ran before|seq --bs 128K --tenths 1"
+		"big|64|big file stream, 64 MiB cgroup|seq --bs 128K --tenths 1"
+		"slow|none|64 slow streams, no memory limit|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
+		"slow|256|64 slow streams, 256 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
+		"slow|64|64 slow streams, 64 MiB cgroup|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s"
+		"slow|none|64 slow streams + 1 unpaced reader|slow --streams 64 --bs 4K --rate 512K --seconds $slow_s --fast 1"
+		"write|none|write 8 threads × 64 KiB, through fsync|write --threads 8 --bs 64K --total $wtotal"
+		"write|none|write 16 threads × 64 KiB, through fsync|write --threads 16 --bs 64K --total $wtotal"
+		"write|none|write 3 streams × 1 MiB, through fsync|write --threads 3 --bs 1M --total $ddtotal"
+		"nfs-cold|none|NFS, cold: 4 readers, a file each, 1 READ in flight|own --readers 4 --depth 1"
+		"nfs-cold|none|NFS, cold: 4 readers of one file, 32 READs in flight each|shared --readers 4 --depth 32"
+		"nfs-cold|none|NFS, cold: 8 interleaved streams over one file|interleave --streams 8"
+		"nfs-hot|none|NFS, hot: 4 readers, a file each, 1 READ in flight|own --readers 4 --depth 1"
+		"nfs-hot|none|NFS, hot: 4 readers of one file, 32 READs in flight each|shared --readers 4 --depth 32"
+		"nfs-hot|none|NFS, hot: 8 interleaved streams over one file|interleave --streams 8"
+	)
+fi
 if [ "$mode" = smoke ]; then
 	# One or two rows of every workload group.
 	smoke_re='^(seq 128 KiB|open per request, 2|column|random 8 KiB ×[0-9]+$|hot|big file stream, 64|64 slow streams, (no|64)|write 3|NFS, (cold: 4 readers of|hot: 8))'
@@ -329,13 +541,20 @@ cell_no=0
 cg_exec() {
 	[ -n "$cg_blk" ] && echo "$BASHPID" >"$cg_blk/cgroup.procs"
 	[ -n "$cg_mem" ] && echo "$BASHPID" >"$cg_mem/cgroup.procs"
+	[ -n "$cg_cpu" ] && echo "$BASHPID" >"$cg_cpu/cgroup.procs"
 	exec "$@"
 }
 
-dev_stat() { awk '{print $1, $3, $5, $7}' "/sys/block/$loopname/stat"; } # rd_ios rd_sect wr_ios wr_sect
+dev_stat() { # rd_ios rd_sect wr_ios wr_sect; zeros without a loop device (tmpfs)
+	if [ -n "$loopname" ]; then
+		awk '{print $1, $3, $5, $7}' "/sys/block/$loopname/stat"
+	else
+		echo 0 0 0 0
+	fi
+}
 # The machine's busy CPU time so far, in clock ticks: user, nice, system,
 # irq and softirq of every CPU (not idle, iowait or steal).
-cpu_ticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+cpu_ticks() { awk '$1 == "cpu" {printf "%.0f\n", $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 clk_tck=$(getconf CLK_TCK)
 cg_ios() { # reads and writes the cell's cgroup counted for the loop device
 	[ -n "$cg_blk" ] || { echo "- -"; return; }
@@ -418,8 +637,10 @@ start_ganesha() { # EXPORT_DIR LOG
 	return 1
 }
 
-# run_cell PROFILE TARGET ROW: prints "status|MB/s|bytes|dev_ios|dev_bytes|
-# cg_ios|hwm_kb|cg_peak|p50|p99|extra" and keeps what a dead daemon logged.
+# run_cell PROFILE TARGET ROW: sets cell_result to "status|MB/s|bytes|dev_ios|
+# dev_bytes|cg_ios|hwm_kb|cg_peak|p50|p99|extra|machine_cpu_s|cell_cpu_s|
+# wall_s|cpu_s_per_gib" and keeps what a dead daemon logged.
+cell_fail() { cell_result="$1||||||${2:-}|${3:-}|||||||"; } # STATUS [HWM PEAK]
 run_cell() {
 	local profile=$1 t=$2 row=$3 kind memlim name wargs
 	IFS='|' read -r kind memlim name wargs <<<"$row"
@@ -429,22 +650,26 @@ run_cell() {
 	[ "$t" != backing ] && path=$mnt
 	: >"$log"
 	if [ -n "${target_why[$t]:-}" ]; then
-		cell_result="SKIP (${target_why[$t]})|||||||||||"
+		cell_fail "SKIP (${target_why[$t]})"
 		return
 	fi
 	if [[ $kind == nfs-* ]] && [ -n "$nfs_why" ]; then
-		cell_result="SKIP ($nfs_why)|||||||||||"
+		cell_fail "SKIP ($nfs_why)"
 		return
 	fi
 	if [ "$memlim" != none ] && [ -z "$mem_root" ]; then
-		cell_result="SKIP (no cgroup v1 memory controller)|||||||||||"
+		cell_fail "SKIP (no cgroup v1 memory controller)"
 		return
 	fi
 	if [ "$profile" = iops ] && [ -z "$blk_root" ]; then
-		cell_result="SKIP (no cgroup v1 blkio controller)|||||||||||"
+		cell_fail "SKIP (no cgroup v1 blkio controller)"
 		return
 	fi
-	cg_blk= cg_mem=
+	cg_blk= cg_mem= cg_cpu=
+	if [ -n "$cpu_root" ]; then
+		cg_cpu=$cpu_root/cell$cell_no
+		mkdir "$cg_cpu"
+	fi
 	if [ -n "$blk_root" ]; then
 		cg_blk=$blk_root/cell$cell_no
 		mkdir "$cg_blk"
@@ -476,13 +701,22 @@ run_cell() {
 	if [ "$status" = ok ] && [ "$kind" = warm ]; then
 		(cg_exec "$READ_PATTERNS" "$pattern" "$path/warm" "${rest[@]}" --limit "$limit") >/dev/null 2>>"$log" || true
 	fi
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
+	# --cores: a fresh mount's page cache starts empty and a tmpfs cannot
+	# be dropped; walking its pages each cell would cost seconds.
+	if [ "$mode" != cores ]; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+	fi
 	local prog=("$READ_PATTERNS") file=$path/file
 	case $kind in
 	read | warm) rest+=(--limit "$limit" --seconds "$cap") ;;
 	rand) rest+=(--seconds "$cap") ;;
 	hot) rest+=(--limit "$limit" --seconds "$cap") ;;
+	# --cores: reader i reads own.i; the pool the one big file; random
+	# reads own.0, read once before (below).
+	cfiles) file=$path/own; rest+=(--limit "$limit" --seconds "$cap") ;;
+	cper) file=$path/big; rest+=(--seconds "$cap") ;;
+	crand) file=$path/own.0; rest+=(--limit "$limit" --seconds "$cap") ;;
 	floor)
 		# random: the whole file, as the cold row (a read that hits the
 		# mount's page cache would cost no round trip)
@@ -511,6 +745,9 @@ run_cell() {
 		fi
 		;;
 	esac
+	# read_patterns reads the cell's CPU count itself as its clock starts
+	# and stops: what the timed reads cost, its own start and exit left out.
+	[ -n "$cg_cpu" ] && [ "${prog[0]}" = "$READ_PATTERNS" ] && rest+=(--cpu "$(cpu_file "$cg_cpu")")
 	# The floor rows: the backing's page cache holds the file (read on the
 	# backing, not through the mount), so no request reaches the device and
 	# each costs what the path to it costs -- for a FUSE target, its round
@@ -518,11 +755,12 @@ run_cell() {
 	if [ "$status" = ok ] && [ "$kind" = floor ]; then
 		cat "$vol/data/file" >/dev/null
 	fi
-	if [ "$status" = ok ] && [ "$kind" = hot ]; then
+	if [ "$status" = ok ] && { [ "$kind" = hot ] || [ "$kind" = crand ]; }; then
 		(cg_exec "$READ_PATTERNS" seq "$file" --bs 1M --limit "$limit") >/dev/null 2>>"$log" || true
 	fi
-	local d0 d1 c0 c1 k0 u0 u1 cpu
-	d0=$(dev_stat) c0=$(cg_ios) k0=$(oom_kills) u0=$(cpu_ticks)
+	local d0 d1 c0 c1 k0 u0 u1 cpu p0 p1 t0 t1
+	d0=$(dev_stat) c0=$(cg_ios) k0=$(oom_kills) u0=$(cpu_ticks) p0=$(cell_cpu_ns)
+	t0=${EPOCHREALTIME/,/.}
 	local rc=0 retried=
 	if [ "$status" = ok ]; then
 		line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
@@ -534,11 +772,13 @@ run_cell() {
 			sleep 1
 			retried="retried once (the first OPEN failed) "
 			rc=0
-			d0=$(dev_stat) c0=$(cg_ios) u0=$(cpu_ticks)
+			d0=$(dev_stat) c0=$(cg_ios) u0=$(cpu_ticks) p0=$(cell_cpu_ns)
+			t0=${EPOCHREALTIME/,/.}
 			line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
 		fi
 	fi
-	d1=$(dev_stat) c1=$(cg_ios) u1=$(cpu_ticks)
+	t1=${EPOCHREALTIME/,/.}
+	p1=$(cell_cpu_ns) d1=$(dev_stat) c1=$(cg_ios) u1=$(cpu_ticks)
 	local hwm=- peak=-
 	if [ -n "$daemon" ] && [ -r "/proc/$daemon/status" ]; then
 		hwm=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$daemon/status")
@@ -566,11 +806,12 @@ run_cell() {
 	rm -f "$vol/data/w"/write.*
 	cg_remove "$cg_blk"
 	cg_remove "$cg_mem"
-	cg_blk= cg_mem=
+	cg_remove "$cg_cpu"
+	cg_blk= cg_mem= cg_cpu=
 	if [ "$status" != ok ]; then
 		mkdir -p "$logs"
 		cp "$log" "$logs/$profile-$t-cell$cell_no.log"
-		cell_result="$status||||||${hwm}|${peak}||||"
+		cell_fail "$status" "$hwm" "$peak"
 		return
 	fi
 	local dios dbytes cgio=- r0 rs0 w0 ws0 r1 rs1 w1 ws1 cr0 cw0 cr1 cw1
@@ -585,10 +826,11 @@ run_cell() {
 		dios=$((r1 - r0)) dbytes=$(((rs1 - rs0) * 512))
 		[ -n "$blk_root" ] && cgio=$((cr1 - cr0))
 	fi
-	local f mbs got p50=- p99=- extra=
-	read -r _ got _ mbs _ <<<"$line"
+	local f mbs got secs p50=- p99=- extra= cpu_ns=
+	read -r _ got secs mbs _ <<<"$line"
 	for f in $line; do
 		case $f in
+		cpu_ns=*) cpu_ns=${f#*=} ;;
 		p50_us=*) p50=${f#*=} ;;
 		p99_us=*) p99=${f#*=} ;;
 		flat=*) extra+="flat ${f#*=} " ;;
@@ -600,7 +842,20 @@ run_cell() {
 	done
 	extra+=$retried
 	cpu=$(awk -v a="$u0" -v b="$u1" -v hz="$clk_tck" 'BEGIN {printf "%.1f", (b - a) / hz}')
-	cell_result="ok|$mbs|$got|$dios|$dbytes|$cgio|$hwm|$peak|$p50|$p99|${extra% }|$cpu"
+	# The cell's CPU: its cgroup's over the reader's clock, or over the
+	# reader process (nfs_read), else the machine's (cpu_src says which).
+	local pcpu wall cpg=-
+	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
+	if [ -n "$cpu_ns" ]; then
+		pcpu=$(awk -v c="$cpu_ns" 'BEGIN {printf "%.6f", c / 1e9}') wall=$secs
+	elif [ -n "$p0" ] && [ -n "$p1" ]; then
+		pcpu=$(awk -v a="$p0" -v b="$p1" 'BEGIN {printf "%.6f", (b - a) / 1e9}')
+	else
+		pcpu=$(awk -v a="$u0" -v b="$u1" -v hz="$clk_tck" 'BEGIN {printf "%.6f", (b - a) / hz}')
+	fi
+	[ "$got" -gt 0 ] && cpg=$(awk -v c="$pcpu" -v g="$got" 'BEGIN {printf "%.4f", c / (g / 1073741824)}')
+	pcpu=$(awk -v c="$pcpu" 'BEGIN {printf "%.4f", c}')
+	cell_result="ok|$mbs|$got|$dios|$dbytes|$cgio|$hwm|$peak|$p50|$p99|${extra% }|$cpu|$pcpu|$wall|$cpg"
 }
 
 # --- the run ----------------------------------------------------------------
@@ -608,25 +863,45 @@ hdr() {
 	echo "aheadfs benchmark, $mode mode, $(date -u '+%Y-%m-%d %H:%M UTC')."
 	echo
 	echo "- machine: $(nproc) cores, $(uname -sr), $(free -g | awk '/^Mem:/ {print $2}') GiB memory ($(awk '/MemTotal/ {print $2}' /proc/meminfo) kB), load average at the start $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "- volume: ext4 on $loopdev (losetup --direct-io=on), a $size file of random bytes; read cells read at most $limit of it (time cap ${cap} s), random rows over the whole file, the big-file rows $limit with no cap; slow streams ${slow_s} s; writes $wtotal in all (3 streams: $ddtotal); NFS files $nfs_file × 4"
+	if [ "$mode" = cores ]; then
+		echo "- backing: a tmpfs, so no device: what a cell measures is the cost of the path.  $maxr files of $size of random bytes, one per reader (own.0, own.1, ...), and one of $(numfmt --to=iec $((bytes * maxr))) for the thread pool"
+		echo "- workloads, for ${nlist[*]} readers, each cell capped at $cap s: own files: reader i reads own.i with 128 KiB read(2)s, all of it or until the cap; one file, open per 64 KiB request: N threads share one sequential stream of the one file, each request an open, a 64 KiB pread and a close; random 8 KiB: N threads pread 8 KiB at random page-aligned offsets of own.0 until the cap, own.0 read once through the mount before the clock starts (so hits after that first pass). Every cell: a fresh mount, whose page cache starts empty (no drop_caches: a tmpfs keeps its pages)"
+	else
+		echo "- volume: ext4 on $loopdev (losetup --direct-io=on), a $size file of random bytes; read cells read at most $limit of it (time cap ${cap} s), random rows over the whole file, the big-file rows $limit with no cap; slow streams ${slow_s} s; writes $wtotal in all (3 streams: $ddtotal); NFS files $nfs_file × 4"
+	fi
 	echo "- repetitions: $runs per cell (median reported), targets in a rotated order each repetition: ${tlist[*]}"
-	echo "- device profiles: ${plist[*]}; fast = the loop device as it is; iops = blkio.throttle.read_iops_device $iops on $majmin. Every daemon, server and reader of a cell runs in the cell's blkio cgroup (on the fast profile with a limit of 10^8 I/Os a second, never reached, so that blk-throttle counts the cgroup's I/Os); the tables print that count (blkio.throttle.io_serviced) beside the device's own (/sys/block/$loopname/stat)"
-	echo "- warm rows (fast profile only): the cell's mount first runs the same workload on another file ($limit), then the caches are dropped; the measured file is cold, the daemon's own memory is in place"
-	echo "- memory profiles: none, 256 MiB and 64 MiB cgroups (memory.limit_in_bytes) for the big-file and slow-stream rows; daemon, server and reader in the cgroup"
-	echo "- vm: $dirty_now(pinned for the run). Writes the kernel's flusher submits are not charged to a cgroup v1 blkio cgroup, so the write rows run on the fast profile only and their device counts are the device's own"
+	if [ "$mode" != cores ]; then
+		echo "- device profiles: ${plist[*]}; fast = the loop device as it is; iops = blkio.throttle.read_iops_device $iops on $majmin. Every daemon, server and reader of a cell runs in the cell's blkio cgroup (on the fast profile with a limit of 10^8 I/Os a second, never reached, so that blk-throttle counts the cgroup's I/Os); the tables print that count (blkio.throttle.io_serviced) beside the device's own (/sys/block/$loopname/stat)"
+		echo "- warm rows (fast profile only): the cell's mount first runs the same workload on another file ($limit), then the caches are dropped; the measured file is cold, the daemon's own memory is in place"
+		echo "- memory profiles: none, 256 MiB and 64 MiB cgroups (memory.limit_in_bytes) for the big-file and slow-stream rows; daemon, server and reader in the cgroup"
+		echo "- vm: $dirty_now(pinned for the run). Writes the kernel's flusher submits are not charged to a cgroup v1 blkio cgroup, so the write rows run on the fast profile only and their device counts are the device's own"
+	fi
+	if [ -n "$cpu_kind" ]; then
+		echo "- CPU: $cpu_src: every thread of the daemon, the NFS server and the readers (not the kernel's own threads), counted by read_patterns itself as its clock starts and stops (its own start and exit left out; nfs_read's rows: from just before it starts to just after it ends); per GiB delivered (2^30 bytes the readers got); cores busy = that CPU time ÷ the readers' wall time"
+	else
+		echo "- CPU: $cpu_src, from just before the workload to just after it; per GiB delivered (2^30 bytes the readers got); cores busy = that CPU time ÷ the readers' wall time"
+	fi
 	echo "- versions: $(bindfs --version 2>/dev/null | head -1 || echo 'bindfs -'), mergerfs $(mergerfs --version 2>/dev/null | awk 'NR == 1 {print $3}' || echo -), nfs-ganesha $(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo -) (NFSv4 over 127.0.0.1 only), libnfs $(pkg-config --modversion libnfs 2>/dev/null || echo -)"
-	echo "- NFS phases: 4 readers a file each, one READ in flight; 4 readers sharing one sequential stream of one file, 32 READs in flight each; one reader with 8 interleaved streams; 128 KiB READs; cold: backing caches dropped; hot: the files just written into the backing directory"
+	[ "$mode" = cores ] ||
+		echo "- NFS phases: 4 readers a file each, one READ in flight; 4 readers sharing one sequential stream of one file, 32 READs in flight each; one reader with 8 interleaved streams; 128 KiB READs; cold: backing caches dropped; hot: the files just written into the backing directory"
 }
 hdr >&2
 
 csv=$out.csv
-echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra,cpu_s,cell_seconds" >"$csv"
+echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra,cpu_s,cell_cpu_s,wall_s,cpu_s_per_gib,cell_seconds" >"$csv"
 declare -A res
 nt=${#tlist[@]}
 # Rows run on the fast profile only: the writes (see the vm line of the
 # header) and the warm rows (a device-bound profile leaves the daemon's
 # memory nothing to change).
 fast_only() { [ "$1" = write ] || [ "$1" = warm ]; }
+ncells=0
+for profile in "${plist[@]}"; do
+	for row in "${rows[@]}"; do
+		fast_only "${row%%|*}" && [ "$profile" != fast ] && continue
+		ncells=$((ncells + runs * nt))
+	done
+done
 for profile in "${plist[@]}"; do
 	for row in "${rows[@]}"; do
 		IFS='|' read -r kind _ name _ <<<"$row"
@@ -640,7 +915,7 @@ for profile in "${plist[@]}"; do
 				res[$profile,$name,$t,$run]=$r
 				printf '%s,"%s",%s,%s,"%s",%.1f\n' "$profile" "$name" "$t" "$run" "$(sed 's/|/","/g' <<<"$r")" \
 					"$(awk -v a="$c_start" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')" >>"$csv"
-				printf '%-5s %-58s %-15s run %s: %s\n' "$profile" "$name" "$t" "$run" "$r" >&2
+				printf '%s/%s %-5s %-58s %-15s run %s: %s\n' "$cell_no" "$ncells" "$profile" "$name" "$t" "$run" "$r" >&2
 			done
 		done
 	done
@@ -663,13 +938,132 @@ median_of() { # PROFILE NAME TARGET
 	fi
 	printf '%s\n' "${vals[@]}" | sort -t'|' -k2,2g | awk -v n="${#vals[@]}" 'NR == int((n + 1) / 2)'
 }
+# Every cell's median, once: the tables and checks below read each many times.
+declare -A med
+for profile in "${plist[@]}"; do
+	for row in "${rows[@]}"; do
+		IFS='|' read -r kind _ name _ <<<"$row"
+		fast_only "$kind" && [ "$profile" != fast ] && continue
+		for t in "${tlist[@]}"; do
+			med[$profile,$name,$t]=$(median_of "$profile" "$name" "$t")
+		done
+	done
+done
 mib() { if [[ $1 =~ ^[0-9]+$ ]]; then awk -v v="$1" -v d="$2" 'BEGIN {printf "%.1f", v / d}'; else echo -; fi; }
 fmt_mb() { awk -v v="$1" 'BEGIN {printf (v >= 100 ? "%.0f" : "%.1f"), v}'; }
+fmt_cpg() { # CPU s per GiB
+	if [[ $1 =~ ^[0-9.]+$ ]]; then
+		awk -v v="$1" 'BEGIN {printf (v >= 10 ? "%.1f" : v >= 1 ? "%.2f" : "%.3f"), v}'
+	else
+		echo -
+	fi
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "-"}'; }
+
+table_head() { # FIRST ALIGN: a markdown table's head, FIRST then the targets
+	local t
+	printf '| %s |' "$1"
+	for t in "${tlist[@]}"; do printf ' %s |' "$t"; done
+	printf '\n|%s|' "$2"
+	for _ in "${tlist[@]}"; do printf -- '---:|'; done
+	echo
+}
+
+# ratio_table PROFILE FIELD FORMAT: workloads × targets, FIELD of each cell's
+# median run (2: MB/s, 15: CPU s per GiB) printed by FORMAT, with its ratio to
+# the backing's.
+ratio_table() {
+	local profile=$1 f=$2 fmt=$3 row kind name t b bv m v
+	table_head workload ---
+	for row in "${rows[@]}"; do
+		IFS='|' read -r kind _ name _ <<<"$row"
+		fast_only "$kind" && [ "$profile" != fast ] && continue
+		printf '| %s |' "$name"
+		b=${med[$profile,$name,backing]}
+		bv=
+		[ "${b%%|*}" = ok ] && bv=$(cut -d'|' -f"$f" <<<"$b")
+		for t in "${tlist[@]}"; do
+			m=${med[$profile,$name,$t]}
+			v=$(cut -d'|' -f"$f" <<<"$m")
+			if [ "${m%%|*}" != ok ]; then
+				printf ' %s |' "${m%%|*}"
+			elif [ "$t" = backing ] || ! [[ $bv =~ ^[0-9.]+$ ]] || ! [[ $v =~ ^[0-9.]+$ ]]; then
+				printf ' %s |' "$("$fmt" "$v")"
+			else
+				printf ' %s (%s) |' "$("$fmt" "$v")" "$(ratio "$v" "$bv")"
+			fi
+		done
+		echo
+	done
+}
+
+# The --cores report: per workload, readers × targets.
+report_cores() {
+	local w r t kind name m b bc st mbs got cpu pcpu wall cpg busy cell
+	local -A row_on w_on
+	for row in "${rows[@]}"; do
+		IFS='|' read -r kind _ name _ <<<"$row"
+		row_on[$name]=1 w_on[$kind]=1
+	done
+	echo
+	echo "### The cost of the path: a tmpfs backing; readers: ${nlist[*]}"
+	echo
+	echo "Each cell: GB/s summed over the readers · CPU-seconds per GiB delivered, daemon + readers (÷ the backing's) · cores busy (that CPU time ÷ wall time); the median run of $runs by GB/s."
+	for w in "${cores_w[@]}"; do
+		[ -n "${w_on[$w]:-}" ] || continue
+		echo
+		echo "#### $(cores_label "$w")"
+		echo
+		table_head readers ---:
+		for r in "${nlist[@]}"; do
+			name=$(cores_name "$w" "$r")
+			[ -n "${row_on[$name]:-}" ] || continue
+			printf '| %s |' "$r"
+			b=${med[tmpfs,$name,backing]}
+			bc=
+			[ "${b%%|*}" = ok ] && bc=$(cut -d'|' -f15 <<<"$b")
+			for t in "${tlist[@]}"; do
+				m=${med[tmpfs,$name,$t]}
+				IFS='|' read -r st mbs got _ _ _ _ _ _ _ _ cpu pcpu wall cpg <<<"$m"
+				if [ "$st" != ok ]; then
+					printf ' %s |' "$st"
+					continue
+				fi
+				busy=$(awk -v c="$pcpu" -v w="$wall" 'BEGIN {if (w > 0) printf "%.1f", c / w; else printf "-"}')
+				cell="$(awk -v v="$mbs" 'BEGIN {v /= 1000; printf (v >= 10 ? "%.1f" : "%.2f"), v}') · $(fmt_cpg "$cpg")"
+				if [ "$t" != backing ] && [[ $bc =~ ^[0-9.]+$ ]] && [[ $cpg =~ ^[0-9.]+$ ]]; then
+					cell+=" ($(awk -v a="$cpg" -v b="$bc" 'BEGIN {if (b > 0) printf "%.1f×", a / b; else printf "-"}'))"
+				fi
+				printf ' %s · %s |' "$cell" "$busy"
+			done
+			echo
+		done
+	done
+	echo
+	echo "Per cell (the median run): bytes delivered, the cell's CPU-seconds, the readers' wall time, the daemon's VmHWM, the machine's busy CPU-seconds (every core, for comparison)."
+	echo
+	echo "| workload | target | GB/s | GiB delivered | cell CPU s | wall s | cores busy | CPU s/GiB | daemon RSS MiB | machine CPU s |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for row in "${rows[@]}"; do
+		IFS='|' read -r _ _ name _ <<<"$row"
+		for t in "${tlist[@]}"; do
+			m=${med[tmpfs,$name,$t]}
+			IFS='|' read -r st mbs got _ _ _ hwm _ _ _ _ cpu pcpu wall cpg <<<"$m"
+			if [ "$st" != ok ]; then
+				echo "| $name | $t | $st | | | | | | $(mib "$hwm" 1024) | |"
+				continue
+			fi
+			busy=$(awk -v c="$pcpu" -v w="$wall" 'BEGIN {if (w > 0) printf "%.1f", c / w; else printf "-"}')
+			echo "| $name | $t | $(awk -v v="$mbs" 'BEGIN {printf "%.2f", v / 1000}') | $(awk -v g="$got" 'BEGIN {printf "%.2f", g / 1073741824}') | $pcpu | $wall | $busy | $(fmt_cpg "$cpg") | $(mib "$hwm" 1024) | $cpu |"
+		done
+	done
+}
 
 {
 	hdr
+	[ "$mode" = cores ] && report_cores
 	for profile in "${plist[@]}"; do
+		[ "$mode" = cores ] && break
 		echo
 		if [ "$profile" = fast ]; then
 			echo "### Device profile fast: the loop device unthrottled"
@@ -679,46 +1073,25 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else 
 		echo
 		echo "MB/s (ratio to the backing), median of $runs."
 		echo
-		printf '| workload |'
-		for t in "${tlist[@]}"; do printf ' %s |' "$t"; done
+		ratio_table "$profile" 2 fmt_mb
 		echo
-		printf '|---|'
-		for _ in "${tlist[@]}"; do printf -- '---:|'; done
+		echo "CPU-seconds per GiB delivered: daemon, NFS server and readers (the cell's CPU time: see the CPU line above), ratio to the backing's; the median run by MB/s."
 		echo
-		for row in "${rows[@]}"; do
-			IFS='|' read -r kind _ name _ <<<"$row"
-			fast_only "$kind" && [ "$profile" != fast ] && continue
-			printf '| %s |' "$name"
-			b=$(median_of "$profile" "$name" backing)
-			bm=
-			[ "${b%%|*}" = ok ] && bm=$(cut -d'|' -f2 <<<"$b")
-			for t in "${tlist[@]}"; do
-				m=$(median_of "$profile" "$name" "$t")
-				if [ "${m%%|*}" != ok ]; then
-					printf ' %s |' "${m%%|*}"
-				elif [ "$t" = backing ] || [ -z "$bm" ]; then
-					printf ' %s |' "$(fmt_mb "$(cut -d'|' -f2 <<<"$m")")"
-				else
-					v=$(cut -d'|' -f2 <<<"$m")
-					printf ' %s (%s) |' "$(fmt_mb "$v")" "$(ratio "$v" "$bm")"
-				fi
-			done
-			echo
-		done
+		ratio_table "$profile" 15 fmt_cpg
 		echo
-		echo "Per cell (the median run): device I/Os and bytes (reads; writes for the write rows) from /sys/block/$loopname/stat, the cell cgroup's blkio.throttle.io_serviced count for the device, average device I/O, read amplification (device bytes ÷ bytes delivered), latency per request, the daemon's VmHWM, the cgroup's memory.max_usage_in_bytes, the machine's busy CPU-seconds during the workload (all cores: user, system, interrupts; not idle or iowait)."
+		echo "Per cell (the median run): device I/Os and bytes (reads; writes for the write rows) from /sys/block/$loopname/stat, the cell cgroup's blkio.throttle.io_serviced count for the device, average device I/O, read amplification (device bytes ÷ bytes delivered), latency per request, the daemon's VmHWM, the cgroup's memory.max_usage_in_bytes, the machine's busy CPU-seconds during the workload (all cores: user, system, interrupts; not idle or iowait), the cell's own CPU-seconds and those per GiB delivered."
 		echo
 		n_cmp=0 n_eq=0 cmp_diff=()
-		echo "| workload | target | MB/s | device I/Os | cgroup I/Os | device MiB | avg I/O KiB | dev ÷ delivered | p50 / p99 µs | daemon RSS MiB | cgroup peak MiB | CPU s | notes |"
-		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+		echo "| workload | target | MB/s | device I/Os | cgroup I/Os | device MiB | avg I/O KiB | dev ÷ delivered | p50 / p99 µs | daemon RSS MiB | cgroup peak MiB | machine CPU s | cell CPU s | CPU s/GiB | notes |"
+		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 		for row in "${rows[@]}"; do
 			IFS='|' read -r kind _ name _ <<<"$row"
 			fast_only "$kind" && [ "$profile" != fast ] && continue
 			for t in "${tlist[@]}"; do
-				m=$(median_of "$profile" "$name" "$t")
-				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra cpu <<<"$m"
+				m=${med[$profile,$name,$t]}
+				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra cpu pcpu _ cpg <<<"$m"
 				if [ "$st" != ok ]; then
-					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | | |"
+					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | | | | |"
 					continue
 				fi
 				avg=- amp=-
@@ -726,7 +1099,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else 
 				[ "$got" -gt 0 ] && amp=$(awk -v b="$dbytes" -v g="$got" 'BEGIN {printf "%.2f", b / g}')
 				lat=-
 				[ "$p50" != - ] && lat="$p50 / $p99"
-				echo "| $name | $t | $(fmt_mb "$mbs") | $dios | $cgio | $(mib "$dbytes" 1048576) | $avg | $amp | $lat | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | ${cpu:--} | $extra |"
+				echo "| $name | $t | $(fmt_mb "$mbs") | $dios | $cgio | $(mib "$dbytes" 1048576) | $avg | $amp | $lat | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | ${cpu:--} | ${pcpu:--} | $(fmt_cpg "$cpg") | $extra |"
 				if [ "$kind" != write ] && [[ $cgio =~ ^[0-9]+$ ]]; then
 					n_cmp=$((n_cmp + 1))
 					if [ "$cgio" = "$dios" ]; then
@@ -756,33 +1129,40 @@ for profile in "${plist[@]}"; do
 		IFS='|' read -r kind _ name _ <<<"$row"
 		fast_only "$kind" && [ "$profile" != fast ] && continue
 		for t in "${tlist[@]}"; do
-			m=$(median_of "$profile" "$name" "$t")
+			m=${med[$profile,$name,$t]}
 			v=0
 			[ "${m%%|*}" = ok ] && v=$(cut -d'|' -f2 <<<"$m")
 			printf '%s\t%s\t%s\n' "$name" "$t" "$v"
 		done
 	done >"$out.$profile.tsv"
-	# RESULTS.tsv: the fast profile, as earlier versions of this script wrote.
-	[ "$profile" = fast ] && cp "$out.$profile.tsv" "$out.tsv"
+	# RESULTS.tsv: the fast profile, as earlier versions of this script wrote
+	# (--cores: its one profile).
+	[ "$profile" = "${plist[0]}" ] && cp "$out.$profile.tsv" "$out.tsv"
 	if [ "$mode" != smoke ] && need 'command -v gnuplot' gnuplot-nox; then
 		"$here/plot.sh" "$out.$profile.tsv" "$out.$profile.png" \
 			"Throughput relative to the backing, device profile $profile (no bar: the cell failed, see the table)" >&2 || true
 	fi
 done
 
-# Every cell must hold a number or a reason.
+# Every cell must hold a number or a reason; under --cores, where nothing
+# but a peer's absence excuses a cell (no device, no memory limit), a reason
+# other than SKIP fails the run.
 bad=0
 for profile in "${plist[@]}"; do
 	for row in "${rows[@]}"; do
 		IFS='|' read -r kind _ name _ <<<"$row"
 		fast_only "$kind" && [ "$profile" != fast ] && continue
 		for t in "${tlist[@]}"; do
-			m=$(median_of "$profile" "$name" "$t")
+			m=${med[$profile,$name,$t]}
 			st=${m%%|*}
 			if [ "$st" = ok ]; then
 				[[ $(cut -d'|' -f2 <<<"$m") =~ ^[0-9.]+$ ]] || { echo "run.sh: $profile/$name/$t: no number" >&2; bad=1; }
+				[[ $(cut -d'|' -f13 <<<"$m") =~ ^[0-9.]+$ ]] || { echo "run.sh: $profile/$name/$t: no CPU time" >&2; bad=1; }
 			elif [ -z "$st" ]; then
 				echo "run.sh: $profile/$name/$t: empty cell" >&2
+				bad=1
+			elif [ "$mode" = cores ] && [[ $st != SKIP* ]]; then
+				echo "run.sh: $profile/$name/$t: $st" >&2
 				bad=1
 			fi
 		done
