@@ -38,6 +38,12 @@ enum afs_opt_kind {
 #define NO_FIELD SIZE_MAX
 const char *const afs_opens_names[] = {"message", "none", NULL};
 const char *const afs_wronly_io_names[] = {"direct", "cached", NULL};
+const char *const afs_passthrough_names[] = {
+	[AFS_PASSTHROUGH_WRITES] = "writes",
+	[AFS_PASSTHROUGH_ALL] = "all",
+	[AFS_PASSTHROUGH_OFF] = "off",
+	NULL,
+};
 
 #define F(field) offsetof(struct afs_opts, field)
 
@@ -105,6 +111,11 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "write-only opens in write-through mode: direct (default: around "
 	 "the kernel's page cache, Linux 6.18 and later) or cached",
 	 0, 0, afs_wronly_io_names},
+	{"passthrough", OPT_ENUM, true, F(passthrough), 0, 0,
+	 "opens whose reads and writes the kernel sends to the backing file "
+	 "itself (FUSE passthrough, Linux 6.9 and later, a daemon with "
+	 "CAP_SYS_ADMIN): writes (default: writable opens), all, or off",
+	 0, 0, afs_passthrough_names},
 	/* the cache and readahead (fs/data/data.h, docs/tuning.md) */
 	{"read_mode", OPT_ENUM, true, F(ahead.read_mode), 0, 0,
 	 "kernel (default: the kernel's page cache on top) or direct (every "
