@@ -41,6 +41,14 @@
  * backing fd, no copy and no allocation -- or, for a large write of the
  * kernel's writeback cache, with O_DIRECT (fs/data/write.c); then
  * afs_fcache_changed() drops the cached pages the write covered.
+ *
+ * The kernel's FUSE passthrough (-o passthrough=, passthrough.h): the last
+ * step of an open is its I/O mode (afs_pt_open()); the reply names it and
+ * the backing id (afs_pt_reply_begin()).  A passthrough open's reads and
+ * writes never come here -- but those of an O_DIRECT open or a setid writer
+ * that joined one with direct_io, and those go around the cache while the
+ * file has a passthrough writer (afs_pt_writing()); the open's release
+ * undoes its mode (afs_pt_release()) before its descriptor is closed.
  */
 #include <errno.h>
 #include <fcntl.h>
