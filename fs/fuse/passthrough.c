@@ -4,8 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -91,12 +94,14 @@ void afs_pt_init(struct afs_pt *pt, enum afs_passthrough policy)
 	pt->dev_fd = -1;
 	for (int k = 0; k < AFS_PT_LOCKS; k++)
 		pthread_mutex_init(&pt->locks[k], NULL);
+	pthread_mutex_init(&pt->dev_lock, NULL);
 }
 
 void afs_pt_destroy(struct afs_pt *pt)
 {
 	for (int k = 0; k < AFS_PT_LOCKS; k++)
 		pthread_mutex_destroy(&pt->locks[k]);
+	pthread_mutex_destroy(&pt->dev_lock);
 }
 
 void afs_pt_attach(struct afs_pt *pt, int dev_fd,
@@ -190,6 +195,44 @@ static void count(uint64_t *c)
 	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * Whether the filesystem of @fd takes O_DIRECT.  The kernel reopens the
+ * backing file for every passthrough open with the opener's flags, so an
+ * O_DIRECT open that must join a passthrough inode would fail with EINVAL
+ * where the backing refuses O_DIRECT (ramfs): such files get none.  Probed
+ * with an O_DIRECT reopen of @fd as the daemon, once per filesystem for
+ * the first AFS_PT_DEVS of them, per file past that.  Only EINVAL says no.
+ * Context: Under an inode's passthrough lock; takes pt->dev_lock.
+ */
+static bool takes_o_direct(struct afs_pt *pt, int fd)
+{
+	char proc[32];
+	struct stat st;
+	bool direct;
+	int probe;
+
+	if (fstat(fd, &st))
+		return true; /* the registration will tell */
+	pthread_mutex_lock(&pt->dev_lock);
+	for (unsigned k = 0; k < pt->ndevs; k++)
+		if (pt->devs[k].dev == st.st_dev) {
+			direct = pt->devs[k].direct;
+			pthread_mutex_unlock(&pt->dev_lock);
+			return direct;
+		}
+	pthread_mutex_unlock(&pt->dev_lock);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	probe = open(proc, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	direct = probe >= 0 || errno != EINVAL;
+	if (probe >= 0)
+		close(probe);
+	pthread_mutex_lock(&pt->dev_lock);
+	if (pt->ndevs < AFS_PT_DEVS)
+		pt->devs[pt->ndevs++] = (struct afs_pt_dev){st.st_dev, direct};
+	pthread_mutex_unlock(&pt->dev_lock);
+	return direct;
+}
+
 /* Register the backing file through @fd.  Return: the id, or -errno. */
 static int backing_open(struct afs_pt *pt, int fd)
 {
@@ -199,6 +242,8 @@ static int backing_open(struct afs_pt *pt, int fd)
 
 	if (dev < 0)
 		return -EBADF;
+	if (!takes_o_direct(pt, fd))
+		return -EINVAL;
 	id = ioctl(dev, AFS_FUSE_DEV_IOC_BACKING_OPEN, &map);
 	if (id < 0)
 		return -errno;

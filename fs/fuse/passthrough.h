@@ -20,7 +20,9 @@
  *             stacked less deep than max_stack_depth (ELOOP: overlayfs
  *             under a depth of 1), a file with read_iter and write_iter
  *             (EOPNOTSUPP).  FUSE_DEV_IOC_BACKING_CLOSE drops the id; files
- *             the kernel opened with it keep the backing file.
+ *             the kernel opened with it keep the backing file.  (aheadfs
+ *             also registers none on a filesystem without O_DIRECT:
+ *             passthrough.c takes_o_direct().)
  *   open      an OPEN or CREATE reply's fuse_open_out carries
  *             FOPEN_PASSTHROUGH and the id (in backing_id, which was
  *             padding).  Only FOPEN_DIRECT_IO (reads and writes then still
@@ -79,6 +81,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "fs/data/data.h"
@@ -120,6 +123,15 @@ struct afs_fuse_backing_map {
 
 /* Stripes of the per-inode lock. */
 #define AFS_PT_LOCKS 64
+/* Backing filesystems whose O_DIRECT answer is remembered. */
+#define AFS_PT_DEVS 16
+
+/* A backing filesystem, and whether it takes O_DIRECT (passthrough.c
+ * takes_o_direct()). */
+struct afs_pt_dev {
+	dev_t dev;
+	bool direct;
+};
 
 /* Where passthrough stands on the mount (pt->state); names
  * afs_pt_state_names, as the stats show them. */
@@ -177,6 +189,9 @@ struct afs_pt {
 	struct afs_passthrough_counts *c;
 	bool logged_file; /* __atomic: a file's refusal was logged */
 	pthread_mutex_t locks[AFS_PT_LOCKS];
+	pthread_mutex_t dev_lock; /* a leaf: devs, ndevs */
+	struct afs_pt_dev devs[AFS_PT_DEVS];
+	unsigned int ndevs;
 };
 
 /**

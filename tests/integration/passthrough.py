@@ -7,7 +7,9 @@ KIND says what the mount's passthrough is: "writes" or "all" (on, with that
 -o passthrough=), "off" (no passthrough; OPEN replies as before), "none"
 (opens=none: no OPEN at all), "writeback" (write_mode=writeback: writers
 ask for it and fall back), "refused" (negotiated, but the kernel refuses
-the daemon's backing files: no CAP_SYS_ADMIN; writers fall back).  READ_MODE is the
+the daemon's backing files: no CAP_SYS_ADMIN; writers fall back), "file"
+(on, over a backing whose files aheadfs does not register: ramfs, without
+O_DIRECT; writers fall back, counted by file).  READ_MODE is the
 mount's read_mode= (kernel or direct).
 
 Each scenario opens files of the mount in one order, and every open must
@@ -95,6 +97,7 @@ def pt(n, on=ON):
 
 # What a writer that asks for passthrough counts where it does not get it.
 FALLBACK_MOUNT = 1 if KIND in ("refused", "writeback") else 0
+FALLBACK_FILE = 1 if KIND == "file" else 0
 
 
 def created_writer():
@@ -105,7 +108,7 @@ def created_writer():
     os.write(fd, want)
     os.close(fd)
     if KIND != "none":
-        expect("created writer", b, opens=pt(1), fallback_mount=FALLBACK_MOUNT)
+        expect("created writer", b, opens=pt(1), fallback_mount=FALLBACK_MOUNT, fallback_file=FALLBACK_FILE)
     same("new", want, "a created file")
 
 
@@ -153,7 +156,7 @@ def writer_then_reader():
     for k in range(20):
         want[3000 + k * 501:3000 + k * 501 + 777] = bytes([65 + k]) * 777
     if KIND != "none":
-        expect("writer then reader", b, opens=pt(2), fallback_mount=FALLBACK_MOUNT,
+        expect("writer then reader", b, opens=pt(2), fallback_mount=FALLBACK_MOUNT, fallback_file=FALLBACK_FILE,
                backing_files=0)
     same("rw2", bytes(want), "writer then reader")
 
@@ -216,7 +219,7 @@ def o_direct_reader_beside_writer():
     os.close(w)
     if KIND != "none":
         expect("O_DIRECT reader beside a writer", b, opens=pt(2),
-               fallback_mount=FALLBACK_MOUNT)
+               fallback_mount=FALLBACK_MOUNT, fallback_file=FALLBACK_FILE)
     d = opn(p, os.O_RDONLY | os.O_DIRECT)
     if pread(d, 64 << 10, (90 % 8) * (64 << 10), "O_DIRECT reader") != data(90, 64 << 10):
         fail("an O_DIRECT reader reads stale bytes after the writer closed")
@@ -327,7 +330,7 @@ def o_direct():
     if KIND != "none":
         # O_DIRECT never asks; the writer does, and the second O_DIRECT
         # open joins its passthrough (with direct_io)
-        expect("O_DIRECT", b, opens=pt(2), fallback_mount=FALLBACK_MOUNT)
+        expect("O_DIRECT", b, opens=pt(2), fallback_mount=FALLBACK_MOUNT, fallback_file=FALLBACK_FILE)
     want = bytearray(data(50, 100000))
     want[12345:12348] = b"odd"
     same("direct", bytes(want), "O_DIRECT alone")

@@ -16,7 +16,9 @@
 #      passthrough=off -- the bytes are right either way;
 #   3. off: passthrough=off; write_mode=writeback (the kernel takes one or
 #      the other: state "writeback", one log line, every writer counted a
-#      fallback); opens=none (no OPEN to carry it);
+#      fallback); opens=none (no OPEN to carry it); a backing without
+#      O_DIRECT (ramfs), whose files get none (one log line, every writer
+#      counted in fallback_file);
 #   4. refused: the daemon run by an unprivileged user (no CAP_SYS_ADMIN):
 #      the kernel refuses its backing files; one log line, state
 #      "refused", every writer counted a fallback, no open fails;
@@ -109,6 +111,17 @@ fresh none
 afs_mount -o opens=none
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" none kernel
 [ "$(state)" = opens_none ] || afs_fail "opens=none: state $(state)"
+afs_umount
+
+# A backing without O_DIRECT (ramfs): its files get no passthrough (an
+# O_DIRECT open joining one would fail), one log line, fallback_file.
+fresh ramfs
+mount -t ramfs ramfs "$AFS_SRC" || afs_fail "mount -t ramfs failed"
+afs_at_exit 'umount -l "$AFS_WORK/src.ramfs" 2>/dev/null || true'
+afs_mount
+python3 "$PY" "$AFS_MNT" "$AFS_SRC" file kernel
+[ "$(lines 'refuses the backing file of inode .* (Invalid argument)')" -eq 1 ] ||
+	afs_fail "ramfs: not one log line for the files without passthrough"
 afs_umount
 
 # --- 4. refused: no CAP_SYS_ADMIN -----------------------------------------
