@@ -284,9 +284,8 @@ static enum afs_pt_why refused(struct afs_pt *pt, struct afs_inode *inode,
 		inode->pt.refused = true;
 	if (!__atomic_exchange_n(&pt->logged_file, true, __ATOMIC_RELAXED))
 		afs_log(LOG_INFO,
-			"passthrough: the kernel refuses the backing file of "
-			"inode %llu (%s): its opens go through aheadfs (logged "
-			"once)",
+			"passthrough: no backing file for inode %llu (%s): its "
+			"opens go through aheadfs (logged once)",
 			(unsigned long long)inode->ino, strerror(err));
 	return AFS_PT_WHY_FILE;
 }

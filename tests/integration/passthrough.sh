@@ -120,7 +120,7 @@ mount -t ramfs ramfs "$AFS_SRC" || afs_fail "mount -t ramfs failed"
 afs_at_exit 'umount -l "$AFS_WORK/src.ramfs" 2>/dev/null || true'
 afs_mount
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" file kernel
-[ "$(lines 'refuses the backing file of inode .* (Invalid argument)')" -eq 1 ] ||
+[ "$(lines 'no backing file for inode .* (Invalid argument)')" -eq 1 ] ||
 	afs_fail "ramfs: not one log line for the files without passthrough"
 afs_umount
 
