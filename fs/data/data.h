@@ -204,6 +204,23 @@ struct afs_watch_counts {
 	uint64_t overflows; /* queue overflows: everything dropped */
 };
 
+/* The adapter's I/O modes of opens (fs/fuse/passthrough.h, docs/stats.md
+ * "passthrough"), kept with the mount's so that its stats read them; all
+ * __atomic. */
+struct afs_passthrough_counts {
+	const char *mode; /* -o passthrough=; set once */
+	const char *state; /* "on", or why not (passthrough.h) */
+	uint64_t opens; /* answered with FOPEN_PASSTHROUGH */
+	uint64_t opens_cached; /* through the kernel's page cache */
+	uint64_t opens_direct; /* FOPEN_DIRECT_IO alone */
+	/* opens that asked for passthrough and went aheadfs's way: */
+	uint64_t fallback_mount; /* the mount has none */
+	uint64_t fallback_inode; /* the inode had cached opens */
+	uint64_t fallback_file; /* the kernel refused the file's backing */
+	uint64_t fallback_setid; /* a setuid/setgid file's writer */
+	uint64_t backing_files; /* backing ids registered now */
+};
+
 struct afs_ahead {
 	struct cache *cache;
 	struct ra_engine *ra;
@@ -233,6 +250,8 @@ struct afs_ahead {
 	} direct_counts;
 	/* what the backing watcher did (fs/watch/watch.h), __atomic */
 	struct afs_watch_counts watch;
+	/* the opens' I/O modes (fs/fuse/passthrough.h), __atomic */
+	struct afs_passthrough_counts passthrough;
 	pthread_mutex_t files_lock; /* the table below, every fc->refs */
 	struct afs_fcache **files; /* hash buckets by key */
 	size_t nbuckets, nfiles;

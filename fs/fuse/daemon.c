@@ -150,6 +150,7 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 		pthread_mutex_destroy(&fs->open_lock);
 		return rc;
 	}
+	afs_pt_init(&fs->pt, (enum afs_passthrough)o->passthrough);
 	fd = open(o->source_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		rc = -errno;
@@ -164,6 +165,7 @@ static int fs_init(struct afs_fs *fs, const struct afs_opts *o)
 out_close:
 	if (fd >= 0)
 		close(fd);
+	afs_pt_destroy(&fs->pt);
 	afs_itable_destroy(&fs->itable);
 	pthread_mutex_destroy(&fs->open_lock);
 	return rc;
@@ -412,6 +414,7 @@ static int run(struct afs_opts *o)
 		goto out_unmount;
 	}
 	fs.itable.release_fc = release_fc;
+	afs_pt_attach(&fs.pt, fuse_session_fd(se), &fs.ahead->passthrough);
 	start_warm(&fs, o);
 	fs.ahead->watch.mode = afs_watch_backend(watch);
 	afs_log(LOG_INFO, "%s", watching);
@@ -438,6 +441,9 @@ out_unmount:
 	afs_watch_close(watch);
 	watch = NULL;
 	stop_notifier(&fs);
+	/* Files still open at exit close no backing id: the connection's end
+	 * frees them. */
+	afs_pt_detach(&fs.pt);
 	fuse_session_unmount(se);
 	/* Unmounted, the map is saved while every file is still in the
 	 * table (fs.warm is NULL where no warm-up started). */
@@ -451,9 +457,11 @@ out_fs:
 	 * then the inode entries, release their files' cache state before
 	 * the cache goes. */
 	afs_watch_close(watch);
+	afs_pt_detach(&fs.pt);
 	afs_open_release_all(&fs);
 	afs_itable_destroy(&fs.itable);
 	afs_ahead_destroy(fs.ahead);
+	afs_pt_destroy(&fs.pt);
 	pthread_mutex_destroy(&fs.open_lock);
 	return status;
 }

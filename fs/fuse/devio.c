@@ -1,8 +1,11 @@
 /* devio.c - the session's reads and writes of /dev/fuse, through libfuse's
- * custom I/O hooks, for the one thing libfuse 3.14 cannot negotiate:
- * FUSE_HANDLE_KILLPRIV_V2 (protocol 7.33).
+ * custom I/O hooks, for what libfuse 3.14 cannot negotiate or say:
+ * FUSE_HANDLE_KILLPRIV_V2 (protocol 7.33), and the kernel's FUSE
+ * passthrough (7.40: its INIT flag and max_stack_depth, and the OPEN and
+ * CREATE replies' FOPEN_PASSTHROUGH and backing id; passthrough.h).
  *
- * Why: without it the kernel keeps the superblock without SB_NOSEC, and
+ * Why handle_killpriv_v2: without it the kernel keeps the superblock
+ * without SB_NOSEC, and
  * then asks for security.capability with a GETXATTR round trip before
  * every write(2), in both write modes -- half the round trips of a
  * write-through write, and the only one a writeback-cache write makes
@@ -17,15 +20,20 @@
  * what the same call on the backing clears (tests/integration/killpriv.sh
  * compares every case).  libfuse 3.14 passes neither the WRITE's
  * FUSE_WRITE_KILL_SUIDGID nor the SETATTR's FATTR_KILL_SUIDGID on; none is
- * needed, for the same reason.
+ * needed, for the same reason.  (Passthrough writes are the kernel's, with
+ * the daemon's credentials: a setuid or setgid file opened for writing by
+ * such a caller is not given passthrough, passthrough.h.)
  *
  * How: the read hook notes the INIT request (its unique and the kernel's
- * flags); the writev hook, seeing the reply to it, adds the flag when the
- * kernel offered it.  Every other request and reply passes untouched (one
- * predictable branch); spliced replies pass through their own hook.  Only
- * the session's thread reads INIT, before any other request exists, so the
- * two words below need no lock; they are __atomic for the threads that read
- * them later.
+ * flags, flags2 included); the writev hook, seeing the reply to it, adds
+ * what the kernel offered and aheadfs takes.  Every other reply passes
+ * untouched but the one open reply a thread named before writing it
+ * (afs_pt_reply_hook(): a thread-local load otherwise); requests pass
+ * untouched (one predictable branch); spliced replies pass through their
+ * own hook.  Only the session's thread reads INIT, before any other
+ * request exists, so the words below need no lock; they are __atomic for
+ * the threads that read them later.  The hooks' userdata is the session's
+ * (struct afs_fs).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,9 +44,10 @@
 
 #include "fuse_internal.h"
 #include "log.h"
+#include "passthrough.h"
 
 static uint64_t init_unique; /* __atomic: the INIT request's, 0 before */
-static uint32_t init_flags; /* __atomic: the kernel's offer */
+static uint64_t init_flags; /* __atomic: the kernel's offer, flags2 << 32 */
 static bool init_done; /* __atomic: the INIT reply went out */
 
 static ssize_t devio_read(int fd, void *buf, size_t len, void *userdata)
@@ -53,30 +62,38 @@ static ssize_t devio_read(int fd, void *buf, size_t len, void *userdata)
 			   sizeof(uint32_t)) &&
 	    in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *arg = (const void *)(in + 1);
+		uint64_t flags = arg->flags;
 
-		__atomic_store_n(&init_flags, arg->flags, __ATOMIC_RELAXED);
+		if ((flags & FUSE_INIT_EXT) &&
+		    n >= (ssize_t)(sizeof(*in) +
+				   offsetof(struct fuse_init_in, flags2) +
+				   sizeof(uint32_t)))
+			flags |= (uint64_t)arg->flags2 << 32;
+		__atomic_store_n(&init_flags, flags, __ATOMIC_RELAXED);
 		__atomic_store_n(&init_unique, in->unique, __ATOMIC_RELEASE);
 	}
 	return n;
 }
 
-/* The INIT reply (@out, @arg of @len bytes): add the flag if offered. */
-static void patch_init(const struct fuse_out_header *out,
+/* The INIT reply (@out, @arg of @len bytes): add what was offered. */
+static void patch_init(struct afs_fs *fs, const struct fuse_out_header *out,
 		       struct fuse_init_out *arg, size_t len)
 {
-	if (out->error || len < offsetof(struct fuse_init_out, flags) + 4 ||
-	    !(__atomic_load_n(&init_flags, __ATOMIC_RELAXED) &
-	      FUSE_HANDLE_KILLPRIV_V2))
+	uint64_t offered = __atomic_load_n(&init_flags, __ATOMIC_RELAXED);
+
+	if (out->error || len < offsetof(struct fuse_init_out, flags) + 4)
 		return;
-	arg->flags |= FUSE_HANDLE_KILLPRIV_V2;
-	afs_log(LOG_INFO, "kill-privilege handled by aheadfs "
-			  "(handle_killpriv_v2)");
+	if (offered & FUSE_HANDLE_KILLPRIV_V2) {
+		arg->flags |= FUSE_HANDLE_KILLPRIV_V2;
+		afs_log(LOG_INFO, "kill-privilege handled by aheadfs "
+				  "(handle_killpriv_v2)");
+	}
+	afs_pt_init_reply(&fs->pt, arg, len, offered);
 }
 
 static ssize_t devio_writev(int fd, struct iovec *iov, int count,
 			    void *userdata)
 {
-	(void)userdata;
 	if (__builtin_expect(!__atomic_load_n(&init_done, __ATOMIC_RELAXED),
 			     0) &&
 	    count >= 2 && iov[0].iov_len == sizeof(struct fuse_out_header)) {
@@ -84,10 +101,12 @@ static ssize_t devio_writev(int fd, struct iovec *iov, int count,
 		uint64_t u = __atomic_load_n(&init_unique, __ATOMIC_ACQUIRE);
 
 		if (u && out->unique == u) {
-			patch_init(out, iov[1].iov_base, iov[1].iov_len);
+			patch_init(userdata, out, iov[1].iov_base,
+				   iov[1].iov_len);
 			__atomic_store_n(&init_done, true, __ATOMIC_RELEASE);
 		}
 	}
+	afs_pt_reply_hook(iov, count);
 	return writev(fd, iov, count);
 }
 

@@ -19,6 +19,7 @@
 #include "creds.h"
 #include "inode.h"
 #include "opts.h"
+#include "passthrough.h"
 
 #define AFS_MAX_BACKGROUND 64 /* the kernel's background requests */
 /* The oldest protocol (kernel) write-only opens go direct_io on
@@ -56,6 +57,7 @@ struct afs_fs {
 	 * ops_io.c read_reply_fd()) */
 	size_t splice_min, splice_max;
 	const struct afs_opts *opts;
+	struct afs_pt pt; /* the kernel's FUSE passthrough (passthrough.h) */
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */
 	double attr_timeout, entry_timeout;
@@ -67,8 +69,12 @@ struct afs_fs {
 struct afs_file {
 	struct afs_open open; /* first: the list entry */
 	struct afs_itable *itable;
+	struct afs_pt *pt; /* the mount's passthrough state */
 	struct afs_inode *inode; /* a reference, dropped at release */
 	struct afs_handle h; /* backing fd, readahead state (data.h) */
+	enum afs_pt_io io; /* how the kernel does its I/O (passthrough.h) */
+	bool writable; /* opened for writing */
+	int32_t backing_id; /* its reply's, > 0 for passthrough */
 };
 
 static inline struct afs_file *afs_file_of(const struct fuse_file_info *fi)
@@ -208,7 +214,8 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn);
 
 /**
  * afs_devio_install() - Serve @se's /dev/fuse through devio.c's hooks,
- * which negotiate FUSE_HANDLE_KILLPRIV_V2 where the kernel offers it.
+ * which negotiate FUSE_HANDLE_KILLPRIV_V2 and FUSE passthrough where the
+ * kernel offers them, and carry passthrough in open replies.
  * Context: After fuse_session_mount(), before the session loop.
  * Return: 0, or a negative errno.
  */

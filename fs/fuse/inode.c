@@ -8,6 +8,7 @@
  */
 #include "inode.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -213,6 +214,9 @@ static void unlink_free_locked(struct afs_itable *t, struct afs_inode *i)
 		p = &(*p)->next_key;
 	*p = i->next_key;
 	t->count--;
+	/* Every open holds a reference: the last passthrough open's release
+	 * closed the backing id (passthrough.c). */
+	assert(!i->pt.backing_id && !i->pt.passthrough);
 	/* The cache's release may cancel queued readahead: the lock order is
 	 * the table's lock first, the cache's and ra's locks after. */
 	if (i->fc && t->release_fc)

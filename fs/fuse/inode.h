@@ -54,6 +54,25 @@
 
 struct afs_fcache;
 
+/* A regular file's I/O modes while it is open (passthrough.h): the opens
+ * answered in each mode and not yet released, and the backing id the
+ * passthrough ones share.  Guarded by the inode's passthrough lock
+ * (passthrough.c); writers and wrote are also read __atomic
+ * (afs_pt_writing(), afs_pt_wrote()).  An
+ * open holds a reference on the inode, so the backing id is closed by the
+ * last passthrough open's release, always before the entry is freed. */
+struct afs_pt_inode {
+	uint32_t passthrough; /* FOPEN_PASSTHROUGH, with or without DIRECT_IO */
+	uint32_t writers; /* of those, writable opens doing their own I/O */
+	/* opens on aheadfs's path: the kernel's cached mode (neither
+	 * DIRECT_IO nor PASSTHROUGH; the kernel refuses passthrough beside
+	 * them) and DIRECT_IO alone (served by aheadfs's cache) */
+	uint32_t ours;
+	int32_t backing_id; /* > 0 while passthrough opens exist, else 0 */
+	bool refused; /* the kernel refused this file's backing: never again */
+	bool wrote; /* a passthrough writer opened it (sticky) */
+};
+
 struct afs_inode {
 	uint64_t nodeid; /* immutable */
 	uint64_t ino; /* backing st_ino, immutable */
@@ -86,6 +105,7 @@ struct afs_inode {
 	 * has no security.capability, 0 when that is not known (__atomic;
 	 * ops_xattr.c) */
 	uint64_t nocap;
+	struct afs_pt_inode pt; /* passthrough.h */
 	uint64_t nlookup; /* protected by table lock */
 	uint64_t refs; /* protected by table lock */
 	struct afs_inode *next_id; /* by_id chain, table lock */

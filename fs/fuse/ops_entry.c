@@ -318,6 +318,11 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	__atomic_store_n(&fs->writeback,
 			 (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
 			 __ATOMIC_RELEASE);
+	/* FUSE passthrough (passthrough.h): asked for in the INIT reply by
+	 * devio.c where the kernel offers it, never beside the writeback
+	 * cache, and of no use without OPEN replies. */
+	afs_pt_want(&fs->pt, conn->want & FUSE_CAP_WRITEBACK_CACHE,
+		    fs->opts->opens == AFS_OPENS_NONE);
 	/* Write-only opens around the kernel's page cache (ops_io.c
 	 * finish_open()): only on a kernel seen to keep other opens' cached
 	 * pages of a directly written range coherent -- a page a reader

@@ -41,6 +41,14 @@
  * backing fd, no copy and no allocation -- or, for a large write of the
  * kernel's writeback cache, with O_DIRECT (fs/data/write.c); then
  * afs_fcache_changed() drops the cached pages the write covered.
+ *
+ * The kernel's FUSE passthrough (-o passthrough=, passthrough.h): the last
+ * step of an open is its I/O mode (afs_pt_open()); the reply names it and
+ * the backing id (afs_pt_reply_begin()).  A passthrough open's reads and
+ * writes never come here -- but those of an O_DIRECT open or a setid writer
+ * that joined one with direct_io, and those go around the cache while the
+ * file has a passthrough writer (afs_pt_writing()); the open's release
+ * undoes its mode (afs_pt_release()) before its descriptor is closed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -241,6 +249,7 @@ static void free_file(struct afs_open *h)
 {
 	struct afs_file *f = (struct afs_file *)h;
 
+	afs_pt_release(f->pt, f->inode, f->io, f->writable, f->h.fd);
 	afs_handle_destroy(&f->h);
 	afs_itable_put(f->itable, f->inode);
 	free(f);
@@ -272,6 +281,11 @@ static bool kill_privs_possible(fuse_req_t req)
  * An O_TRUNC open has truncated the backing (atomic_o_trunc): the pages go
  * as for a truncate through the mount, and, where the truncation may have
  * cleared setuid/setgid (kill_privs_possible()), the kernel's attributes.
+ * The I/O mode comes last (passthrough.h, afs_pt_open()): a passthrough
+ * open keeps no kernel cache (the kernel refuses FOPEN_KEEP_CACHE with
+ * it), and the inode's first passthrough writer drops aheadfs's pages;
+ * while the inode has one, changes the backing shows are its writes
+ * through the mount, not behind it.
  */
 static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 		       bool shared, struct fuse_file_info *fi, bool created)
@@ -280,6 +294,9 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 	struct afs_file *f = calloc(1, sizeof(*f));
 	struct afs_fcache *fc = NULL;
 	bool direct_io = false, stale = false, truncated = false;
+	/* a file that is not regular takes no I/O mode: neutral */
+	struct afs_pt_open pt = {.io = AFS_IO_DIRECT};
+	struct afs_pt_request rq;
 	struct stat st;
 	int rc;
 
@@ -299,7 +316,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 			return -ENOMEM;
 		}
 		truncated = !created && (fi->flags & O_TRUNC);
-		if (truncated)
+		if (truncated || (!created && afs_pt_writing(inode)))
 			afs_fcache_changed(fc, fd, 0, 0, true);
 		else if (!created)
 			afs_fcache_revalidate(fc, &st);
@@ -337,15 +354,32 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 			fi->direct_io = 1;
 			direct_io = true;
 		}
+		rq = (struct afs_pt_request){
+			.flags = fi->flags,
+			.direct_io = direct_io,
+			.setid_writer = (fi->flags & O_ACCMODE) != O_RDONLY &&
+					(st.st_mode & (S_ISUID | S_ISGID)) &&
+					kill_privs_possible(req),
+		};
+		afs_pt_open(&fs->pt, inode, fd, &rq, &pt);
+		direct_io = pt.io == AFS_IO_DIRECT ||
+			    pt.io == AFS_IO_PASSTHROUGH_DIRECT;
+		fi->direct_io = direct_io;
+		if (pt.first_writer && !truncated && !created)
+			afs_fcache_changed(fc, fd, 0, 0, true);
 	}
 	afs_handle_init(&f->h, fc, fd, direct_io);
 	f->h.shared_fd = shared;
 	f->open.free = free_file;
 	f->itable = &fs->itable;
 	f->inode = inode;
+	f->pt = &fs->pt;
+	f->io = pt.io;
+	f->writable = (fi->flags & O_ACCMODE) != O_RDONLY;
+	f->backing_id = pt.backing_id;
 	afs_open_add(fs, &f->open);
 	fi->fh = (uintptr_t)f;
-	fi->keep_cache = !stale;
+	fi->keep_cache = !stale && !pt.backing_id;
 	/* A read-only open has nothing to flush and no lock for a FLUSH to
 	 * release (locks stay with the kernel), so its close(2) costs no
 	 * round trip: the kernel sends only the asynchronous RELEASE.  A
@@ -395,7 +429,10 @@ void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	afs_pt_reply_begin(fi->fh, afs_file_of(fi)->backing_id);
+	rc = fuse_reply_open(req, fi);
+	afs_pt_reply_end();
+	if (rc == -ENOENT)
 		release_file(fs, afs_file_of(fi)); /* interrupted: no release */
 }
 
@@ -458,7 +495,10 @@ void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out_close;
 	}
 	afs_itable_put(&fs->itable, dir);
-	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+	afs_pt_reply_begin(fi->fh, afs_file_of(fi)->backing_id);
+	rc = fuse_reply_create(req, &e, fi);
+	afs_pt_reply_end();
+	if (rc == -ENOENT) {
 		/* interrupted: no forget or release will come */
 		afs_itable_forget(&fs->itable, e.ino, 1);
 		release_file(fs, afs_file_of(fi));
@@ -543,9 +583,13 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	rc = io_target(req, ino, fi, &t);
 	if (!rc) {
+		/* Around the cache while passthrough writes may change
+		 * bytes under it (passthrough.h). */
 		struct read_req rr = {.req = req};
 		struct afs_read r = {
-			.fc = t.cached ? afs_inode_fc(t.inode) : NULL,
+			.fc = t.cached && !afs_pt_writing(t.inode)
+				      ? afs_inode_fc(t.inode)
+				      : NULL,
 			.ra = t.ra,
 			.fd = t.fd,
 			.keep_data = t.keep_data,

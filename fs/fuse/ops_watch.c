@@ -55,6 +55,15 @@ watch_file(void *ctx, const struct afs_watch_id *id, bool force)
 	bool dropped = true, have_st = false;
 	struct stat st;
 
+	/* A passthrough writer's writes are the kernel's, made in the
+	 * writer's name: the mount's own.  Its readers go around the cache
+	 * meanwhile, which its last release drops (passthrough.h); events
+	 * that come later are judged by the identity that release took
+	 * (afs_pt_wrote(): the pid tells nothing for such a file). */
+	if (i && afs_pt_writing(i)) {
+		afs_itable_put(&fs->itable, i);
+		return AFS_WATCH_SAME;
+	}
 	if (i)
 		key.gen = i->generation;
 	if (i || id->has_gen)
@@ -65,7 +74,8 @@ watch_file(void *ctx, const struct afs_watch_id *id, bool force)
 		have_st = !fstatat(i->fd, "", &st,
 				   AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	if (fc) {
-		dropped = afs_fcache_outside(fc, have_st ? &st : NULL, force);
+		dropped = afs_fcache_outside(fc, have_st ? &st : NULL,
+					     force && !(i && afs_pt_wrote(i)));
 		afs_fcache_put(fc);
 	}
 	/* Offset 0, length 0: the attributes and every cached page. */

@@ -62,6 +62,16 @@ enum afs_wronly_io {
 };
 extern const char *const afs_wronly_io_names[];
 
+/* -o passthrough=: which opens the kernel's FUSE passthrough serves
+ * (names afs_passthrough_names, fs/fuse/passthrough.h, docs/tuning.md
+ * "passthrough"). */
+enum afs_passthrough {
+	AFS_PASSTHROUGH_WRITES, /* writable opens (default) */
+	AFS_PASSTHROUGH_ALL, /* every open */
+	AFS_PASSTHROUGH_OFF, /* none */
+};
+extern const char *const afs_passthrough_names[];
+
 struct afs_opts {
 	char *source; /* as given */
 	char *mountpoint; /* as given */
@@ -86,6 +96,7 @@ struct afs_opts {
 	double entry_timeout; /* -o entry_timeout=, seconds; < 0: default */
 	int opens; /* -o opens=, enum afs_opens */
 	int wronly_io; /* -o wronly_io=, enum afs_wronly_io */
+	int passthrough; /* -o passthrough=, enum afs_passthrough */
 
 	/* the cache and readahead (cache_size=, read_mode=, ra_max=,
 	 * ra_workers=, stripe=, chunk=, context_ra=, stream_table=,

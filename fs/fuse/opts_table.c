@@ -15,6 +15,12 @@
 
 const char *const afs_opens_names[] = {"message", "none", NULL};
 const char *const afs_wronly_io_names[] = {"direct", "cached", NULL};
+const char *const afs_passthrough_names[] = {
+	[AFS_PASSTHROUGH_WRITES] = "writes",
+	[AFS_PASSTHROUGH_ALL] = "all",
+	[AFS_PASSTHROUGH_OFF] = "off",
+	NULL,
+};
 
 #define F(field) offsetof(struct afs_opts, field)
 
@@ -102,6 +108,11 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "write-only opens in write-through mode: direct (around the kernel's "
 	 "page cache, Linux 6.18 and later) or cached",
 	 0, 0, afs_wronly_io_names, DATA(ZERO_PLAIN, NULL, NULL)},
+	{"passthrough", OPT_ENUM, true, F(passthrough), 0, 0,
+	 "opens whose reads and writes the kernel sends to the backing file "
+	 "itself (FUSE passthrough, Linux 6.9 and later, a daemon with "
+	 "CAP_SYS_ADMIN): writes (writable opens), all, or off",
+	 0, 0, afs_passthrough_names, DAEMON(ZERO_PLAIN, NULL, NULL)},
 	{"read_mode", OPT_ENUM, true, F(ahead.read_mode), 0, 0,
 	 "kernel: the kernel's page cache on top; direct: every read reaches "
 	 "aheadfs",

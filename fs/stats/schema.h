@@ -225,6 +225,25 @@
 	X(writes, direct_bytes, COUNTER, "... and their bytes")                \
 	X(writes, direct_refused, COUNTER,                                     \
 	  "files whose backing refused O_DIRECT writes: buffered since")       \
+	X(passthrough, mode, TEXT, "passthrough=: writes, all or off")         \
+	X(passthrough, state, TEXT,                                            \
+	  "on, or why not: off, unsupported, writeback, opens_none, refused")  \
+	X(passthrough, opens, COUNTER,                                         \
+	  "opens whose reads and writes the kernel sends to the backing")      \
+	X(passthrough, opens_cached, COUNTER,                                  \
+	  "opens through the kernel's page cache")                             \
+	X(passthrough, opens_direct, COUNTER,                                  \
+	  "opens whose every read and write reaches aheadfs (direct_io)")      \
+	X(passthrough, fallback_mount, COUNTER,                                \
+	  "opens that asked for passthrough on a mount without it")            \
+	X(passthrough, fallback_inode, COUNTER,                                \
+	  "opens that asked for it while their file had cached opens")         \
+	X(passthrough, fallback_file, COUNTER,                                 \
+	  "opens that asked for it: the kernel refused the file's backing")    \
+	X(passthrough, fallback_setid, COUNTER,                                \
+	  "writers of setuid/setgid files kept on aheadfs's path")             \
+	X(passthrough, backing_files, GAUGE,                                   \
+	  "backing files registered with the kernel now")                      \
 	AFS_SCHEMA_TAIL(X)
 
 enum afs_stat_kind {

@@ -147,6 +147,7 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_CACHE_warm(key)
 #define COPY_CACHE_watch(key)
 #define COPY_CACHE_writes(key)
+#define COPY_CACHE_passthrough(key)
 
 /* The watcher's members: the schema's keys are struct afs_watch_counts's
  * field names (fs/data/data.h). */
@@ -161,11 +162,29 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_WATCH_files(key)
 #define COPY_WATCH_warm(key)
 #define COPY_WATCH_writes(key)
+#define COPY_WATCH_passthrough(key)
 
 static void root_watch(struct afs_stats_root *s,
 		       const struct afs_watch_counts *w)
 {
 	AFS_SCHEMA_ROOT(COPY_WATCH)
+}
+
+/* The passthrough members (fs/data/data.h); the names are "off" on a
+ * mount whose adapter never set them (unit tests). */
+static void root_passthrough(struct afs_stats_root *s,
+			     const struct afs_passthrough_counts *p)
+{
+	s->passthrough_mode = p->mode ? p->mode : "off";
+	s->passthrough_state = p->state ? p->state : "off";
+	s->passthrough_opens = p->opens;
+	s->passthrough_opens_cached = p->opens_cached;
+	s->passthrough_opens_direct = p->opens_direct;
+	s->passthrough_fallback_mount = p->fallback_mount;
+	s->passthrough_fallback_inode = p->fallback_inode;
+	s->passthrough_fallback_file = p->fallback_file;
+	s->passthrough_fallback_setid = p->fallback_setid;
+	s->passthrough_backing_files = p->backing_files;
 }
 
 static void file_cache(struct afs_stats_file *s,
@@ -362,6 +381,7 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->writes_direct_writes = ar.direct.writes;
 	s->writes_direct_bytes = ar.direct.bytes;
 	s->writes_direct_refused = ar.direct.refused;
+	root_passthrough(s, &ar.passthrough);
 	s->_uncached_reads = ar.uncached_reads;
 	s->_resident_reads = ar.resident_reads;
 	s->_resident_spliced = ar.resident_spliced;

@@ -58,6 +58,7 @@ struct afs_stats_aref {
 	struct afs_watch_counts watch; /* a copy */
 	struct afs_behind_counts behind; /* a copy */
 	struct afs_direct_counts direct; /* a copy */
+	struct afs_passthrough_counts passthrough; /* a copy */
 };
 
 /** afs_stats_aref() - @a's state.  Context: any. */

@@ -119,6 +119,20 @@ void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
 	DIRECT_COPY(bytes);
 	DIRECT_COPY(refused);
 #undef DIRECT_COPY
+#define PT_COPY(f)                                                             \
+	out->passthrough.f =                                                   \
+		__atomic_load_n(&a->passthrough.f, __ATOMIC_RELAXED)
+	PT_COPY(mode);
+	PT_COPY(state);
+	PT_COPY(opens);
+	PT_COPY(opens_cached);
+	PT_COPY(opens_direct);
+	PT_COPY(fallback_mount);
+	PT_COPY(fallback_inode);
+	PT_COPY(fallback_file);
+	PT_COPY(fallback_setid);
+	PT_COPY(backing_files);
+#undef PT_COPY
 }
 
 ssize_t afs_stats_size_answer(size_t len)

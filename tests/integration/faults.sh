@@ -2,7 +2,9 @@
 # faults.sh - faults on the backing, injected into the daemon's own backing
 # I/O by the test-only LD_PRELOAD shim (libafs_fault.so, fault_shim.c), on
 # a real ext4 volume (the readahead reads use preadv on an O_DIRECT fd),
-# in read_mode=direct so that aheadfs sees every read:
+# in read_mode=direct so that aheadfs sees every read, and passthrough=off
+# so that it makes every write (passthrough writes are the kernel's, which
+# the shim does not see):
 #   EIO    on 16 pages of a file: a sequential reader of the pages before
 #          them (whose readahead covers them: the shim saw those reads)
 #          gets every byte; a reader of a faulty page gets EIO; a reader of
@@ -51,7 +53,7 @@ sync
 # A sanitizer runtime would insist on coming first in the library list.
 LD_PRELOAD=$SHIM AFS_FAULT_CTL=$CTL \
 	ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0 \
-	afs_mount -o read_mode=direct
+	afs_mount -o read_mode=direct,passthrough=off
 M=$AFS_MNT
 
 # --- EIO on pages 1024..1039 of A.

@@ -38,6 +38,11 @@
 #                            and AFS_UBIN: a copy of the afs_* helpers that
 #                            the user can run wherever the build dir lives
 #   afs_as_user CMD...       run CMD as that user with its groups
+#   afs_user_fuse_dev        let that user open /dev/fuse (without udev it is
+#                            root's only: an ACL entry, taken back at exit),
+#                            holding until the test ends the machine-wide
+#                            lock of the tests that change /dev/fuse or
+#                            /etc/fuse.conf (on fd 8)
 #   afs_test_other           a second unprivileged user (afs-test-other,
 #                            supplementary group afs-test-g2 only); sets
 #                            AFS_OTHER, AFS_OTHER_UID, AFS_OTHER_GID
@@ -400,6 +405,18 @@ afs_as_user()
 {
 	setpriv --reuid="$AFS_UID" --regid="$AFS_GID" --init-groups \
 		--reset-env -- "$@"
+}
+
+afs_user_fuse_dev()
+{
+	exec 8>/run/lock/afs-nonroot.lock
+	flock 8
+	afs_as_user sh -c 'exec 3<>/dev/fuse' 2>/dev/null && return 0
+	command -v setfacl >/dev/null || afs_fail "setfacl missing (package acl)"
+	setfacl -m "u:$AFS_USER:rw" /dev/fuse
+	afs_at_exit 'setfacl -x "u:$AFS_USER" /dev/fuse'
+	afs_as_user sh -c 'exec 3<>/dev/fuse' ||
+		afs_fail "$AFS_USER cannot open /dev/fuse"
 }
 
 AFS_OTHER=afs-test-other

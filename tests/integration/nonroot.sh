@@ -31,16 +31,7 @@ afs_test_other
 perm_setup
 
 # One such test at a time on the machine: /etc/fuse.conf and /dev/fuse.
-exec 8>/run/lock/afs-nonroot.lock
-flock 8
-
-if ! afs_as_user sh -c 'exec 3<>/dev/fuse' 2>/dev/null; then
-	command -v setfacl >/dev/null || afs_fail "setfacl missing (package acl)"
-	setfacl -m "u:$AFS_USER:rw" /dev/fuse
-	afs_at_exit 'setfacl -x "u:$AFS_USER" /dev/fuse'
-	afs_as_user sh -c 'exec 3<>/dev/fuse' ||
-		afs_fail "$AFS_USER cannot open /dev/fuse"
-fi
+afs_user_fuse_dev
 
 S=$AFS_SRC
 chown "$AFS_USER:" "$S" "$AFS_MNT"

@@ -14,6 +14,8 @@
 #     sends its dirty pages in file order);
 #   - every byte is right, and fsync still reports success only once the
 #     backing has the bytes (durability.sh checks its errors).
+# With passthrough=off: write-behind is the daemon's, on the writes it
+# makes; a passthrough writer's bytes go to the backing without it.
 # Skipped where the kernel has no cachestat(2) (before 6.5).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -59,7 +61,7 @@ wait_bytes()
 run_mode() { # WRITE_MODE
 	local wm=$1 f w c
 	AC_MODE=$wm
-	afs_mount -o write_mode="$wm"
+	afs_mount -o write_mode="$wm",passthrough=off
 
 	# Sequential: 8 pieces of 8 MiB.
 	f=seq.$wm
@@ -123,7 +125,7 @@ control() { # WRITE_MODE
 	local wm=$1 f w c try
 	# The control: write_behind=0.  A sync(2) elsewhere on the machine
 	# (another test) would clean the file too: up to three tries.
-	afs_mount -o write_mode="$wm",write_behind=0
+	afs_mount -o write_mode="$wm",write_behind=0,passthrough=off
 	for try in 1 2 3; do
 		f=off.$wm.$try
 		dd if="$AFS_WORK/want" of="$AFS_MNT/$f" bs=64K status=none

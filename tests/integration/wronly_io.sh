@@ -18,6 +18,8 @@
 #   - O_APPEND writers through write-only opens keep every line.
 # Skipped where the kernel has no cachestat(2) (before 6.5), or offers a
 # protocol before 7.45 (write-only opens then stay cached: ops_entry.c).
+# With passthrough=off: passthrough (the default for writable opens)
+# takes write-only opens past both ways (passthrough.sh tests it).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cache_lib.sh"
@@ -34,7 +36,7 @@ afs_loop_ext4 256
 head -c $((32 * MIB)) /dev/urandom >"$AFS_WORK/want"
 
 for io in direct cached; do
-	afs_mount -o wronly_io=$io
+	afs_mount -o wronly_io=$io,passthrough=off
 	stat "$AFS_MNT" >/dev/null # INIT answered: its log line is out
 	if [ $io = direct ] && grep -q "wronly_io=direct needs" "$AFS_LOG"; then
 		afs_umount
@@ -57,7 +59,8 @@ for io in direct cached; do
 done
 
 LD_PRELOAD=$SHIM AFS_FAULT_CTL=$CTL \
-	ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0 afs_mount
+	ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0 afs_mount \
+	-o passthrough=off
 python3 - "$AFS_MNT/held" "$AFS_MNT/app.log" <<'PY'
 import os, sys, threading
 p, log = sys.argv[1:3]

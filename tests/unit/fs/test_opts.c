@@ -302,28 +302,50 @@ static void test_malformed_numbers(void **state)
 }
 
 /* -o watch=: the default, every name, and a bad one naming them all. */
-static void test_watch_option(void **state)
+/* -o NAME=VALUE for each VALUE of @names sets the option's field (at @off
+ * in struct afs_opts) to VALUE's index; @bad is refused with @expected,
+ * and a parse without the option leaves the default, index 0. */
+static void check_enum_option(struct fixture *f, const char *name,
+			      const char *const *names, size_t off,
+			      const char *bad, const char *expected)
 {
-	struct fixture *f = *state;
-	const enum afs_watch_mode want[] = {AFS_WATCH_AUTO, AFS_WATCH_FANOTIFY,
-					    AFS_WATCH_INOTIFY, AFS_WATCH_OFF};
+	char opt[64];
 
 	assert_int_equal(parse(f, "s", "m", NULL), 0);
-	assert_int_equal(f->o.watch, AFS_WATCH_AUTO);
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		char opt[64];
-
-		snprintf(opt, sizeof(opt), "watch=%s", afs_watch_mode_names[i]);
+	assert_int_equal(*(int *)((char *)&f->o + off), 0);
+	for (int i = 0; names[i]; i++) {
+		snprintf(opt, sizeof(opt), "%s=%s", name, names[i]);
 		afs_opts_free(&f->o);
 		afs_opts_init(&f->o);
 		assert_int_equal(parse(f, "-o", opt, "s", "m", NULL), 0);
-		assert_int_equal(f->o.watch, want[i]);
+		assert_int_equal(*(int *)((char *)&f->o + off), i);
 	}
 	afs_opts_free(&f->o);
 	afs_opts_init(&f->o);
-	assert_error(f, parse(f, "-o", "watch=dnotify", "s", "m", NULL),
-		     "expected auto, fanotify, inotify or off");
-	assert_int_equal(f->o.watch, AFS_WATCH_AUTO);
+	snprintf(opt, sizeof(opt), "%s=%s", name, bad);
+	assert_error(f, parse(f, "-o", opt, "s", "m", NULL), expected);
+	assert_int_equal(*(int *)((char *)&f->o + off), 0);
+}
+
+static void test_watch_option(void **state)
+{
+	_Static_assert(AFS_WATCH_AUTO == 0 && AFS_WATCH_OFF == 3,
+		       "afs_watch_mode_names is indexed by the enum");
+	check_enum_option(*state, "watch", afs_watch_mode_names,
+			  offsetof(struct afs_opts, watch), "dnotify",
+			  "expected auto, fanotify, inotify or off");
+}
+
+static void test_passthrough_option(void **state)
+{
+	struct fixture *f = *state;
+
+	check_enum_option(f, "passthrough", afs_passthrough_names,
+			  offsetof(struct afs_opts, passthrough), "reads",
+			  "expected writes, all or off");
+	assert_int_equal(f->o.passthrough, AFS_PASSTHROUGH_WRITES);
+	assert_error(f, parse(f, "-o", "passthrough", "s", "m", NULL),
+		     "needs a value");
 }
 
 static void test_value_where_none_taken(void **state)
@@ -691,6 +713,7 @@ int main(void)
 		T(test_fsname_escaped),
 		T(test_warm_state),
 		T(test_watch_option),
+		T(test_passthrough_option),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

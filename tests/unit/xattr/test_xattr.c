@@ -90,6 +90,7 @@ static int setup_size(void **state, uint64_t size)
 	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
 	/* Counters the renderers must show as they are. */
 	fx->a->uncached_reads = 5;
+	fx->a->passthrough.opens = 4;
 	fx->a->resident_reads = 7;
 	fx->a->resident_spliced = 2;
 	fx->a->revalidations = 6;
@@ -304,21 +305,14 @@ static const struct key_spec stream_keys[] = {
 	{"cap", 'i'},	{"windows", 'i'}, {"thrash", 'i'}, {"waste", 'i'},
 };
 static const struct key_spec root_top[] = {
-	{"version", 's'},
-	{"uptime_s", 'i'},
-	{"started", 's'},
-	{"options", 'o'},
-	{"cache", 'o'},
-	{"memory", 'o'},
-	{"backing", 'o'},
-	{"readahead", 'o'},
-	{"files", 'o'},
-	{"warm", 'o'},
-	{"watch", 'o'},
-	{"writes", 'o'},
-	{"uncached_reads", 'i'},
-	{"resident_reads", 'i'},
-	{"resident_spliced", 'i'},
+	{"version", 's'},	 {"uptime_s", 'i'},
+	{"started", 's'},	 {"options", 'o'},
+	{"cache", 'o'},		 {"memory", 'o'},
+	{"backing", 'o'},	 {"readahead", 'o'},
+	{"files", 'o'},		 {"warm", 'o'},
+	{"watch", 'o'},		 {"writes", 'o'},
+	{"passthrough", 'o'},	 {"uncached_reads", 'i'},
+	{"resident_reads", 'i'}, {"resident_spliced", 'i'},
 	{"revalidations", 'i'},
 };
 static const struct key_spec root_writes[] = {
@@ -326,6 +320,13 @@ static const struct key_spec root_writes[] = {
 	{"behind_skipped", 'i'}, {"behind_failed", 'i'},
 	{"direct_writes", 'i'},	 {"direct_bytes", 'i'},
 	{"direct_refused", 'i'},
+};
+static const struct key_spec root_passthrough[] = {
+	{"mode", 's'},		 {"state", 's'},
+	{"opens", 'i'},		 {"opens_cached", 'i'},
+	{"opens_direct", 'i'},	 {"fallback_mount", 'i'},
+	{"fallback_inode", 'i'}, {"fallback_file", 'i'},
+	{"fallback_setid", 'i'}, {"backing_files", 'i'},
 };
 static const struct key_spec root_files[] = {
 	{"idle", 'i'},	       {"idle_max", 'i'},
@@ -571,6 +572,11 @@ static void test_root_stats(void **state)
 
 	CHECK(json_get(root, "memory"), root_memory);
 	CHECK(json_get(root, "writes"), root_writes);
+	/* a data path no adapter set the names of */
+	CHECK(json_get(root, "passthrough"), root_passthrough);
+	assert_string_equal(sval(json_get(root, "passthrough"), "state"),
+			    "off");
+	assert_int_equal(ival(json_get(root, "passthrough"), "opens"), 4);
 	CHECK(json_get(root, "backing"), root_backing);
 	assert_int_equal(ival(json_get(root, "backing"), "bytes"),
 			 es.backing_bytes);

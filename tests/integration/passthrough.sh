@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# passthrough.sh - the kernel's FUSE passthrough (-o passthrough=,
+# fs/fuse/passthrough.h) on, off and refused.  On every mount,
+# passthrough.py runs the open orders -- a created writer, reader then
+# writer, writer then reader, a rewrite after a cached reader, a reader
+# holding its open while a writer rewrites, shared mappings of a writer and
+# of a reader, O_APPEND writers in four processes, O_TRUNC alone and beside
+# a reader, O_DIRECT alone, beside a passthrough writer and reading beside
+# one, plain readers --
+# where every open must succeed and every read return the bytes last
+# written, and checks how the stats' passthrough counters moved:
+#   1. on: passthrough=writes (the default) in both read modes, and
+#      passthrough=all; the log says so once, the state is "on";
+#   2. a 16 MiB dd through the mount sends the daemon no WRITE with
+#      passthrough (the libfuse trace of -d), and its 16 with
+#      passthrough=off -- the bytes are right either way;
+#   3. off: passthrough=off; write_mode=writeback (the kernel takes one or
+#      the other: state "writeback", one log line, every writer counted a
+#      fallback); opens=none (no OPEN to carry it); a backing without
+#      O_DIRECT (ramfs), whose files get none (one log line, every writer
+#      counted in fallback_file);
+#   4. refused: the daemon run by an unprivileged user (no CAP_SYS_ADMIN):
+#      the kernel refuses its backing files; one log line, state
+#      "refused", every writer counted a fallback, no open fails;
+#   5. a setuid file written by a user through an allow_other mount keeps
+#      aheadfs's path (counted in fallback_setid): the bit is cleared, as
+#      the backing clears it for that user.
+# Skipped where the kernel offers no FUSE passthrough (before Linux 6.9).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+afs_require_fuse
+afs_test_user
+command -v python3 >/dev/null || afs_fail "python3 missing"
+PY=$(dirname "$0")/passthrough.py
+
+state() { # the mount's passthrough.state
+	python3 -c 'import json, os, sys
+print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["passthrough"][sys.argv[2]])' \
+		"$AFS_MNT" "${1:-state}"
+}
+
+lines() { # how many lines of the daemon's log match $1
+	grep -c -- "$1" "$AFS_LOG" || true
+}
+
+fresh() { # NAME: a new SOURCE and MOUNTPOINT for the next afs_mount
+	AFS_SRC=$AFS_WORK/src.$1
+	AFS_MNT=$AFS_WORK/mnt.$1
+	mkdir -p "$AFS_SRC" "$AFS_MNT"
+}
+
+# --- 1. on --------------------------------------------------------------
+fresh writes
+afs_mount
+if [ "$(lines 'offers no FUSE passthrough')" -ne 0 ]; then
+	afs_umount
+	echo "SKIP: $AFS_TEST_NAME: the kernel offers no FUSE passthrough" >&2
+	exit 77
+fi
+[ "$(lines 'passthrough=writes: the kernel.s FUSE passthrough serves')" -eq 1 ] ||
+	afs_fail "the log does not say once that passthrough is on"
+[ "$(state)" = on ] || afs_fail "passthrough.state is $(state), not on"
+python3 "$PY" "$AFS_MNT" "$AFS_SRC" writes kernel
+afs_umount
+
+fresh direct
+afs_mount -o read_mode=direct
+python3 "$PY" "$AFS_MNT" "$AFS_SRC" writes direct
+afs_umount
+
+fresh all
+afs_mount -o passthrough=all
+[ "$(state mode)" = all ] || afs_fail "passthrough.mode is $(state mode), not all"
+python3 "$PY" "$AFS_MNT" "$AFS_SRC" all kernel
+afs_umount
+
+# --- 2. no WRITE reaches the daemon ---------------------------------------
+head -c $((16 << 20)) /dev/urandom >"$AFS_WORK/want"
+for pt in writes off; do
+	fresh "dd.$pt"
+	afs_mount -d -o passthrough=$pt
+	dd if="$AFS_WORK/want" of="$AFS_MNT/dd" bs=1M conv=fsync status=none
+	cmp "$AFS_MNT/dd" "$AFS_WORK/want" || afs_fail "passthrough=$pt: dd's file reads back wrong"
+	cmp "$AFS_SRC/dd" "$AFS_WORK/want" || afs_fail "passthrough=$pt: the backing has wrong bytes"
+	n=$(lines 'opcode: WRITE ')
+	echo "passthrough=$pt: 16 MiB by dd, $n WRITE requests reached the daemon"
+	if [ $pt = writes ]; then
+		[ "$n" -eq 0 ] || afs_fail "passthrough=writes: $n WRITE requests reached the daemon"
+	else
+		[ "$n" -ge 16 ] || afs_fail "passthrough=off: only $n WRITE requests: the check cannot tell"
+	fi
+	afs_umount
+done
+
+# --- 3. off ---------------------------------------------------------------
+fresh off
+afs_mount -o passthrough=off
+[ "$(state)" = off ] || afs_fail "passthrough=off: state $(state)"
+python3 "$PY" "$AFS_MNT" "$AFS_SRC" off kernel
+afs_umount
+
+fresh writeback
+afs_mount -o write_mode=writeback
+[ "$(state)" = writeback ] || afs_fail "write_mode=writeback: state $(state)"
+[ "$(lines 'off with write_mode=writeback')" -eq 1 ] ||
+	afs_fail "write_mode=writeback: no one log line for the fallback"
+python3 "$PY" "$AFS_MNT" "$AFS_SRC" writeback kernel
+afs_umount
+
+fresh none
+afs_mount -o opens=none
+python3 "$PY" "$AFS_MNT" "$AFS_SRC" none kernel
+[ "$(state)" = opens_none ] || afs_fail "opens=none: state $(state)"
+afs_umount
+
+# A backing without O_DIRECT (ramfs): its files get no passthrough (an
+# O_DIRECT open joining one would fail), one log line, fallback_file.
+fresh ramfs
+mount -t ramfs ramfs "$AFS_SRC" || afs_fail "mount -t ramfs failed"
+afs_at_exit 'umount -l "$AFS_WORK/src.ramfs" 2>/dev/null || true'
+afs_mount
+python3 "$PY" "$AFS_MNT" "$AFS_SRC" file kernel
+[ "$(lines 'no backing file for inode .* (Invalid argument)')" -eq 1 ] ||
+	afs_fail "ramfs: not one log line for the files without passthrough"
+afs_umount
+
+# --- 4. refused: no CAP_SYS_ADMIN -----------------------------------------
+afs_user_fuse_dev
+fresh refused
+chown "$AFS_USER:" "$AFS_SRC" "$AFS_MNT"
+cp "$PY" "$AFS_UBIN/"
+AFS_DAEMON_AS_USER=1 afs_mount
+afs_as_user python3 "$AFS_UBIN/passthrough.py" "$AFS_MNT" "$AFS_SRC" refused kernel
+[ "$(afs_as_user python3 -c 'import json, os, sys
+print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["passthrough"]["state"])' \
+	"$AFS_MNT")" = refused ] || afs_fail "no CAP_SYS_ADMIN: the state is not refused"
+[ "$(lines 'the daemon needs CAP_SYS_ADMIN')" -eq 1 ] ||
+	afs_fail "no CAP_SYS_ADMIN: not one log line for the refusal"
+afs_umount
+
+# --- 5. a setuid file's writer --------------------------------------------
+fresh setid
+chmod 0777 "$AFS_SRC"
+printf 'setuid\n' >"$AFS_SRC/suid"
+chmod 04777 "$AFS_SRC/suid"
+afs_mount -o allow_other
+afs_as_user python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, b"x")
+os.close(fd)' "$AFS_MNT/suid"
+mode=$(stat -c %a "$AFS_SRC/suid")
+[ "$mode" = 777 ] || afs_fail "a user's write through the mount left mode $mode (the backing clears setuid)"
+[ "$(state fallback_setid)" -eq 1 ] || afs_fail "the setuid file's writer was not kept on aheadfs's path"
+afs_umount
+echo "passthrough: ok"
