@@ -188,8 +188,6 @@ static ssize_t preadv_pages(struct ra_backing *b, const struct source *src,
 		size_t tail;
 		struct stat st;
 
-		if (r > 0 && src->buffered)
-			r = cut_check(b, src->fd, off, r);
 		tail = (size_t)r & (RA_IO_PAGE_SIZE - 1);
 		if (r <= 0 || !tail)
 			return r;
