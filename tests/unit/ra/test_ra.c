@@ -302,6 +302,7 @@ static void run_threads(int n, void *(*fn)(void *), void *args, size_t stride)
 
 struct reader {
 	struct fixture *fx;
+	pthread_barrier_t *round; /* the four readers' rounds */
 	int id;
 };
 
@@ -313,9 +314,16 @@ static void *reader_thread(void *arg)
 	cache_thread_online();
 	ra_state_init(&st);
 	/* chunks of 16 pages, reader r takes every 4th: one stream, four
-	 * handles, slightly out of order */
-	for (uint64_t k = r->id; k < 128; k += 4)
+	 * handles, slightly out of order.  The readers meet after each round
+	 * of four chunks, as a server's threads keep pace with one client:
+	 * without it a reader the scheduler stalls (a loaded 2-core machine)
+	 * holds the chunk with the window's marker while the others run past
+	 * the window's end, and their misses are demand reads -- the test
+	 * would measure the scheduler, not the stream. */
+	for (uint64_t k = r->id; k < 128; k += 4) {
 		read_pages(r->fx, &st, k * 16, 16);
+		pthread_barrier_wait(r->round);
+	}
 	ra_state_destroy(&st);
 	cache_thread_offline();
 	return NULL;
@@ -326,10 +334,13 @@ static void test_threads_share_one_stream(void **state)
 	struct fixture *fx = *state;
 	struct reader r[4];
 	struct ra_file_stats fs;
+	pthread_barrier_t round;
 
+	assert_int_equal(pthread_barrier_init(&round, NULL, 4), 0);
 	for (int i = 0; i < 4; i++)
-		r[i] = (struct reader){fx, i};
+		r[i] = (struct reader){fx, &round, i};
 	run_threads(4, reader_thread, r, sizeof(r[0]));
+	pthread_barrier_destroy(&round);
 	ra_file_stats(fx->f, &fs);
 	/* every page read from the backing exactly once */
 	if (fs.c.sync_pages + fs.c.async_pages != 2048)
@@ -346,7 +357,10 @@ static void test_threads_share_one_stream(void **state)
 	assert_int_equal(fs.c.errors, 0);
 	assert_int_equal(fs.c.queue_refused, 0);
 	/* and mostly by readahead, not by the readers' own misses */
-	assert_true(fs.c.async_pages > fs.c.sync_pages);
+	if (fs.c.async_pages <= fs.c.sync_pages)
+		fail_msg("read ahead %llu pages, on demand %llu",
+			 (unsigned long long)fs.c.async_pages,
+			 (unsigned long long)fs.c.sync_pages);
 }
 
 /*
