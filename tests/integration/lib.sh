@@ -61,6 +61,10 @@
 #                            without touching the file system behind it)
 #   afs_fail MSG...          print "FAIL: MSG" and exit 1
 #
+# AFS_MOUNT_OPTS: options every afs_mount adds after the test's own, split
+# at blanks (e.g. "-o passthrough=off": a test's variant, registered with
+# afs_script_test's ENV).
+#
 # AFS_DAEMON_AS_USER=1 makes afs_mount start the daemon as the test user
 # (afs_test_user first; the test grants it /dev/fuse and the mount point),
 # and stat the new mount as that user.
@@ -200,8 +204,10 @@ afs_mount()
 		--regid="$AFS_GID" --init-groups --)
 	local daemon=$AHEADFS
 	[ -z "${AFS_DAEMON_AS_USER:-}" ] || daemon=$AFS_UBIN/aheadfs
-	env --default-signal=INT,QUIT "${as[@]}" "$daemon" -f "$@" "$AFS_SRC" \
-		"$AFS_MNT" >"$log" 2>&1 &
+	local extra=()
+	[ -z "${AFS_MOUNT_OPTS:-}" ] || read -r -a extra <<<"$AFS_MOUNT_OPTS"
+	env --default-signal=INT,QUIT "${as[@]}" "$daemon" -f "$@" "${extra[@]}" \
+		"$AFS_SRC" "$AFS_MNT" >"$log" 2>&1 &
 	AFS_PID=$!
 	AFS_LOG=$log
 	_afs_pids+=("$AFS_PID")
