@@ -33,7 +33,7 @@
  * reclaimer) register themselves; the grace thread is not a reader.
  *
  * Locking (each function repeats its rule in a Context: line; debug builds
- * assert it where the function runs, debug/debug.h):
+ * assert it where the function runs, cache/base/debug.h):
  *   caller holds the RCU read lock:   cache_lookup_rcu(),
  *                                     cache_next_hole_rcu(),
  *                                     cache_prev_hole_rcu(),

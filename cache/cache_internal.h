@@ -17,7 +17,7 @@
 #include <urcu/list.h>
 
 #include "cache/cache.h"
-#include "debug/debug.h"
+#include "cache/base/debug.h"
 
 #define CACHE_TREE_BITS 6
 #define CACHE_TREE_SLOTS (1u << CACHE_TREE_BITS) /* 64 */

@@ -50,7 +50,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "data.h"
+#include "data_internal.h"
 
 #define PAGE_SIZE CACHE_PAGE_SIZE
 
@@ -66,7 +66,7 @@ struct afs_behind {
 	bool started, stop;
 	unsigned int head, count; /* ring of queued pieces */
 	struct behind_piece q[AFS_BEHIND_QUEUE];
-	struct afs_behind_counts *counts; /* the mount's, __atomic */
+	struct afs_behind_stats *counts; /* the mount's, __atomic */
 };
 
 static void *behind_main(void *arg)
@@ -101,7 +101,7 @@ static void *behind_main(void *arg)
 	return NULL;
 }
 
-int afs_behind_create(struct afs_behind_counts *counts, struct afs_behind **out)
+int afs_behind_create(struct afs_behind_stats *counts, struct afs_behind **out)
 {
 	struct afs_behind *b = calloc(1, sizeof(*b));
 	int rc;

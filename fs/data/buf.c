@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "fs/data/data.h"
+#include "fs/data/tbuf.h"
+#include "data_internal.h"
 
 /* A huge page: what a contiguous buffer is allocated as (x86-64, arm64
  * with 4 KiB pages; elsewhere the hint may simply not be taken). */

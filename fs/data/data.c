@@ -22,9 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/data/data.h"
+#include "data_internal.h"
+#include "cache/base/locked.h"
 #include "fs/data/pressure.h"
-#include "debug/debug.h"
+#include "cache/base/debug.h"
 
 #define PAGE_SHIFT CACHE_PAGE_SHIFT
 #define PAGE_SIZE CACHE_PAGE_SIZE
@@ -58,19 +59,6 @@ uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min)
 			size = min;
 	}
 	return size;
-}
-
-uint64_t afs_mount_readahead(uint64_t cg_limit)
-{
-	uint64_t ra = AFS_MOUNT_RA_MAX;
-
-	if (cg_limit && cg_limit / AFS_MOUNT_RA_LIMIT_SHARE < ra) {
-		ra = cg_limit / AFS_MOUNT_RA_LIMIT_SHARE &
-		     ~(uint64_t)(PAGE_SIZE - 1);
-		if (ra < AFS_MOUNT_RA_MIN)
-			ra = AFS_MOUNT_RA_MIN;
-	}
-	return ra;
 }
 
 uint64_t afs_ahead_cache_size(const struct afs_ahead_config *cfg)
@@ -560,7 +548,7 @@ int afs_fcache_ra(struct afs_fcache *fc, int fd)
 	struct ra_file *raf;
 	int rc = 0;
 
-	if (__atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE))
+	if (fc_raf(fc))
 		return 0;
 	cache_thread_online();
 	pthread_mutex_lock(&fc->lock);
@@ -640,24 +628,6 @@ int afs_fcache_find(struct afs_ahead *a, const struct afs_file_key *key,
 	return fc ? 0 : -ENOENT;
 }
 
-void *afs_alloc_locked(pthread_mutex_t *lock, const size_t *count, size_t size)
-{
-	void *v = NULL;
-	size_t cap = 0;
-
-	for (;;) {
-		pthread_mutex_lock(lock);
-		if (v && *count <= cap)
-			return v;
-		cap = *count + 64;
-		pthread_mutex_unlock(lock);
-		free(v);
-		v = calloc(cap, size);
-		if (!v)
-			return NULL;
-	}
-}
-
 int afs_ahead_outside_all(struct afs_ahead *a, size_t *count)
 {
 	/* A reference on every file, taken under files_lock (a leaf). */
@@ -690,6 +660,76 @@ uint64_t afs_fcache_changes(const struct afs_fcache *fc)
 uint64_t afs_fcache_size(const struct afs_fcache *fc)
 {
 	return __atomic_load_n(&fc->size, __ATOMIC_ACQUIRE);
+}
+
+struct cache_mapping *afs_fcache_map(const struct afs_fcache *fc)
+{
+	return fc->map;
+}
+
+struct ra_file *afs_fcache_ra_file(const struct afs_fcache *fc)
+{
+	return fc_raf(fc);
+}
+
+bool afs_fcache_has_ra(const struct afs_fcache *fc)
+{
+	return fc && fc_raf(fc);
+}
+
+void afs_fcache_stats(const struct afs_fcache *fc, struct afs_fcache_stats *out)
+{
+	out->map = fc->map;
+	out->raf = fc_raf(fc);
+	out->size = afs_fcache_size(fc);
+	out->uncached_reads = afs_count_read(&fc->uncached_reads);
+	out->resident_reads = afs_count_read(&fc->resident_reads);
+	out->resident_spliced = afs_count_read(&fc->resident_spliced);
+	out->revalidations = afs_count_read(&fc->revalidations);
+}
+
+void afs_ahead_stats(const struct afs_ahead *a, struct afs_ahead_stats *out)
+{
+	out->started = a->started;
+	out->started_wall = a->started_wall;
+	out->uncached_reads = afs_count_read(&a->uncached_reads);
+	out->resident_reads = afs_count_read(&a->resident_reads);
+	out->resident_spliced = afs_count_read(&a->resident_spliced);
+	out->revalidations = afs_count_read(&a->revalidations);
+	out->demand_misses = afs_count_read(&a->demand_misses);
+	out->idle = __atomic_load_n(&a->nidle, __ATOMIC_RELAXED);
+	out->idle_max = afs_ahead_idle_max(a);
+	out->revived = afs_count_read(&a->revived);
+	out->revived_changed = afs_count_read(&a->revived_changed);
+	out->idle_dropped = afs_count_read(&a->idle_dropped);
+	out->behind.pieces = afs_count_read(&a->behind_counts.pieces);
+	out->behind.bytes = afs_count_read(&a->behind_counts.bytes);
+	out->behind.failed = afs_count_read(&a->behind_counts.failed);
+	out->behind.skipped = afs_count_read(&a->behind_counts.skipped);
+	out->direct.writes = afs_count_read(&a->direct_counts.writes);
+	out->direct.bytes = afs_count_read(&a->direct_counts.bytes);
+	out->direct.refused = afs_count_read(&a->direct_counts.refused);
+	afs_pressure_stats(a->pressure, &out->pressure);
+}
+
+const struct afs_ahead_config *afs_ahead_config(const struct afs_ahead *a)
+{
+	return &a->cfg;
+}
+
+struct cache *afs_ahead_cache(const struct afs_ahead *a)
+{
+	return a->cache;
+}
+
+struct ra_engine *afs_ahead_engine(const struct afs_ahead *a)
+{
+	return a->ra;
+}
+
+uint64_t afs_ahead_demand_misses(const struct afs_ahead *a)
+{
+	return afs_count_read(&a->demand_misses);
 }
 
 void afs_fcache_changed(struct afs_fcache *fc, int fd, uint64_t off,
@@ -750,7 +790,7 @@ void afs_handle_init(struct afs_handle *h, struct afs_fcache *fc, int fd,
 {
 	h->fd = fd;
 	h->direct_io = direct_io;
-	h->cached = fc && __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE);
+	h->cached = fc && fc_raf(fc);
 	ra_state_init(&h->ra);
 }
 

@@ -56,23 +56,41 @@
  * oldest are freed first ("idle_dropped").  A file with nothing cached is
  * freed at its last put, as before.
  *
+ * The faces: data.h (this file) the mount, its options and the read and
+ * write contracts; file.h the files, their handles and coherency hooks;
+ * tbuf.h the serving threads' buffers.  The structs are private
+ * (data_internal.h): other modules reach them through the functions here.
+ *
  * Concurrency: the read path runs on the adapter's threads, many at once
  * per file and per handle.  It takes no lock on a hit: pages are looked up
  * under rcu_read_lock() and the reply callback runs inside the read-side
  * section (the buffers cannot be recycled before it ends).  Misses call
  * into ra/, which takes its own locks (ra/ra.h) and never holds one across
- * I/O.  fc->size is an atomic word (the EOF reads and windows are clipped
- * to), written under fc->lock with the rest of the identity.  fc->raf, the
- * file's readahead side, is published under fc->lock with a release store
- * when a handle first needs it (afs_fcache_ra()), and read by holders of a
- * reference with an acquire load; it goes back to NULL only when the last
- * reference goes (afs_fcache_put() parks the file, under files_lock: no
- * holder is left to read it), and a revived file publishes a new one.  The
- * table of files, the idle LRU and every reference count are guarded by
- * the mount's files_lock, a leaf lock (the adapter may call in with its
- * inode table locked) but for fc->lock, which afs_ahead_files() takes
- * under it.  Every thread that enters here is made an RCU reader by
+ * I/O.  Every thread that enters here is made an RCU reader by
  * cache_thread_online() (lazy registration, see cache/cache.h).
+ *
+ * Locking (each function repeats its rule in a Context: line; debug builds
+ * assert it where the function runs, cache/base/debug.h):
+ *   the mount's files_lock (a leaf but for a file's lock, taken under it
+ *   by afs_ahead_files() only): the table of files, the idle LRU, every
+ *   file's reference count.  The adapter may call in with its inode table
+ *   locked.
+ *     takes it: afs_fcache_lookup(), afs_fcache_find(), afs_fcache_put(),
+ *               afs_ahead_files(), afs_ahead_drop_idle(),
+ *               afs_ahead_outside_all()
+ *   a file's lock (leaf): its identity (size, mtime, ctime), the creation
+ *   of its readahead side, the run of writes being handed over.
+ *     takes it: afs_fcache_ra(), afs_fcache_revalidate(),
+ *               afs_fcache_outside(), afs_fcache_changed(),
+ *               afs_fcache_written()
+ *   atomic, no lock: a file's size (written under its lock, read with one
+ *   load: afs_fcache_size()), its readahead side (published under its lock
+ *   with a release store, read with an acquire load by holders of a
+ *   reference: afs_fcache_has_ra(); back to NULL only when the last
+ *   reference goes, under files_lock, so no holder is left to read it),
+ *   and every counter (cache/base/count.h).
+ *   may sleep (never inside an RCU read-side section): afs_data_read(),
+ *   afs_data_write(), afs_fcache_put(), afs_fcache_warm()
  */
 #ifndef AFS_DATA_H
 #define AFS_DATA_H
@@ -88,6 +106,8 @@
 
 #include "cache/cache.h"
 #include "ra/ra.h"
+#include "fs/data/file.h"
+#include "fs/data/pressure.h"
 
 /* The largest request the daemon takes (max_write, and so the kernel's
  * max_pages of 256 for reads too). */
@@ -108,14 +128,6 @@
 /* What a direct write's offset, length and buffer are aligned to: the
  * page, a multiple of every block device's logical block size. */
 #define AFS_WRITE_DIRECT_ALIGN 4096u
-
-/* Pieces queued for the write-behind thread at most (behind.c). */
-#define AFS_BEHIND_QUEUE 64
-/* How far a write may land from a run's end and still belong to it
- * (behind.c): the kernel's writeback has up to 64 requests of up to 1 MiB
- * in flight (AFS_MAX_BACKGROUND), and the serving threads take them in any
- * order. */
-#define AFS_BEHIND_GAP (16u << 20)
 
 /* Idle files kept by default (-o idle_files=; docs/tuning.md). */
 #define AFS_IDLE_FILES_DEFAULT 4096
@@ -190,148 +202,7 @@ struct afs_ahead_config {
  */
 void afs_ahead_config_init(struct afs_ahead_config *cfg);
 
-struct afs_fcache;
-
-struct afs_pressure;
-/* The backing watcher's counters (fs/watch/watch.h, docs/stats.md "watch"),
- * kept with the mount's so that its stats read them; all __atomic. */
-struct afs_watch_counts {
-	const char *mode; /* "fanotify", "inotify" or "off"; set once */
-	uint64_t events; /* events read from the notification queue */
-	uint64_t ignored_own; /* the daemon's own changes */
-	uint64_t ignored_unknown; /* files and names aheadfs does not know */
-	uint64_t invalidated; /* files and names dropped (both caches) */
-	uint64_t overflows; /* queue overflows: everything dropped */
-};
-
-/* The adapter's I/O modes of opens (fs/fuse/passthrough.h, docs/stats.md
- * "passthrough"), kept with the mount's so that its stats read them; all
- * __atomic. */
-struct afs_passthrough_counts {
-	const char *mode; /* -o passthrough=; set once */
-	const char *state; /* "on", or why not (passthrough.h) */
-	uint64_t opens; /* answered with FOPEN_PASSTHROUGH */
-	uint64_t opens_cached; /* through the kernel's page cache */
-	uint64_t opens_direct; /* FOPEN_DIRECT_IO alone */
-	/* opens that asked for passthrough and went aheadfs's way: */
-	uint64_t fallback_mount; /* the mount has none */
-	uint64_t fallback_inode; /* the inode had cached opens */
-	uint64_t fallback_file; /* the kernel refused the file's backing */
-	uint64_t fallback_setid; /* a setuid/setgid file's writer */
-	uint64_t backing_files; /* backing ids registered now */
-};
-
-struct afs_ahead {
-	struct cache *cache;
-	struct ra_engine *ra;
-	struct afs_ahead_config cfg; /* as in force (cache_size resolved) */
-	struct timespec started; /* CLOCK_MONOTONIC */
-	time_t started_wall;
-	uint64_t uncached_reads; /* __atomic: reads served around the cache */
-	/* __atomic: reads served from the backing's page cache (read.c) */
-	uint64_t resident_reads;
-	uint64_t resident_spliced; /* __atomic: of those, spliced (read.c) */
-	uint64_t revalidations; /* __atomic: changes behind the mount seen */
-	struct afs_pressure *pressure; /* pressure.h; NULL: no cgroup limit */
-	uint64_t demand_misses; /* __atomic: reads that missed (not hits) */
-	/* write-behind (behind.c): its thread and queue, NULL when off */
-	struct afs_behind *behind;
-	struct afs_behind_counts {
-		uint64_t pieces; /* handed to the backing's writeback */
-		uint64_t bytes; /* their bytes */
-		uint64_t failed; /* sync_file_range() calls that failed */
-		uint64_t skipped; /* pieces left to the kernel (queue full) */
-	} behind_counts; /* __atomic */
-	/* direct writes (write.c), __atomic */
-	struct afs_direct_counts {
-		uint64_t writes; /* written with O_DIRECT */
-		uint64_t bytes; /* their bytes */
-		uint64_t refused; /* files whose backing refused O_DIRECT */
-	} direct_counts;
-	/* what the backing watcher did (fs/watch/watch.h), __atomic */
-	struct afs_watch_counts watch;
-	/* the opens' I/O modes (fs/fuse/passthrough.h), __atomic */
-	struct afs_passthrough_counts passthrough;
-	pthread_mutex_t files_lock; /* the table below, every fc->refs */
-	struct afs_fcache **files; /* hash buckets by key */
-	size_t nbuckets, nfiles;
-	/* Idle files, most recently idle first (files_lock): */
-	struct afs_fcache *idle_head, *idle_tail;
-	size_t nidle; /* written under files_lock, read __atomic */
-	uint64_t revived; /* __atomic: idle files looked up again */
-	uint64_t revived_changed; /* __atomic: ... found changed */
-	uint64_t idle_dropped; /* __atomic: idle files freed past the limit */
-	/* Warm restart's counters (fs/warm/warm.h), __atomic: */
-	struct afs_warm_counters {
-		uint64_t files; /* files whose saved ranges were read back */
-		uint64_t skipped; /* saved files changed or gone */
-		uint64_t bytes; /* bytes read back */
-		uint64_t pauses; /* times the warm-up yielded to readers */
-		uint64_t pending; /* 1 while a warm-up is running */
-		uint64_t checkpoints; /* state files written */
-		uint64_t refused; /* state files refused as malformed */
-	} warm;
-};
-
-/* What names a backing file: its filesystem, inode number, generation. */
-struct afs_file_key {
-	dev_t dev;
-	uint64_t ino;
-	uint32_t gen;
-};
-
-struct afs_fcache {
-	struct afs_ahead *a;
-	struct afs_file_key key; /* immutable */
-	struct cache_mapping *map; /* immutable */
-	/* __atomic: published under lock, NULL while the file is idle
-	 * ("Concurrency" above) */
-	struct ra_file *raf;
-	pthread_mutex_t lock; /* leaf: identity, raf's creation */
-	/* The identity the cached pages were read under: */
-	uint64_t size; /* __atomic (written under lock): EOF */
-	struct timespec mtime, ctime; /* under lock */
-	struct ra_state ra; /* readahead state of reads without a handle */
-	/* The file's O_DIRECT write descriptor (write.c), __atomic: -1 not
-	 * open; taken out under a->files_lock when the last reference goes
-	 * and closed outside it.  direct_refused: the backing refused one. */
-	int direct_fd;
-	bool direct_refused; /* __atomic */
-	/* under lock: the run of writes being handed over (behind.c) */
-	uint64_t behind_from, behind_next, behind_bytes;
-	uint64_t changes; /* __atomic: changes behind the mount seen */
-	/* __atomic: ra_file_eofs() when the size was last taken again for it
-	 * (read.c eof_check()) */
-	uint64_t eofs_seen;
-	uint64_t uncached_reads; /* __atomic */
-	uint64_t resident_reads; /* __atomic */
-	uint64_t resident_spliced; /* __atomic */
-	uint64_t revalidations; /* __atomic */
-	uint64_t refs; /* under a->files_lock */
-	struct afs_fcache *next; /* hash chain, a->files_lock */
-	/* a->files_lock: on the idle LRU (refs 0), its links */
-	bool idle;
-	struct afs_fcache *idle_prev, *idle_next;
-};
-
-/* An open regular file's part of the data path.  fi->fh does not point
- * here: it points to the adapter's struct afs_file, which embeds this. */
-struct afs_handle {
-	int fd; /* backing fd, the caller's open flags */
-	bool shared_fd; /* @fd is the inode's, not closed with the handle */
-	bool direct_io; /* opened with direct_io (read_mode=direct) */
-	bool cached; /* reads use the file's cache (else served around it) */
-	struct ra_state ra;
-};
-
-/**
- * afs_ahead_min_cache() - The smallest cache budget that lets @threads
- * serving threads and the readahead workers make progress: every thread's
- * largest request plus every worker's largest window.
- * Context: Pure.
- */
-uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
-			     unsigned int threads);
+struct afs_ahead;
 
 /**
  * afs_cgroup_mem_limit() - The memory limit of the calling process's memory
@@ -347,47 +218,6 @@ uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
  *	readable).
  */
 uint64_t afs_cgroup_mem_limit(const char *root);
-
-/**
- * afs_ahead_default_size() - The default budget: an eighth of @ram (256 MiB
- * when @ram is 0); where a memory cgroup limit @cg_limit below @ram is set,
- * a quarter of it when that is smaller, but never below @min.
- * Context: Pure.
- */
-uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min);
-
-/*
- * The kernel's readahead on the mount in kernel read mode (the bdi's
- * read_ahead_kb, docs/tuning.md): AFS_MOUNT_RA_MAX, 512 KiB, so that its
- * readahead comes in large asynchronous READs (of up to 512 KiB, half the
- * largest request, AFS_DATA_MAX_REQUEST) that aheadfs's windows are ahead
- * of; not more, because every page of it is held twice while it waits for its
- * reader (in the mount's page cache, and in aheadfs's window behind it) and
- * is what a memory limit evicts first.  Under a memory cgroup, its limit
- * over AFS_MOUNT_RA_LIMIT_SHARE (128 readers each holding two windows in
- * half the limit), at least the kernel's own default for FUSE.
- */
-#define AFS_MOUNT_RA_MAX (UINT64_C(512) << 10)
-#define AFS_MOUNT_RA_MIN (UINT64_C(128) << 10)
-#define AFS_MOUNT_RA_LIMIT_SHARE 512
-
-/**
- * afs_mount_readahead() - The mount's readahead in bytes for a memory
- * cgroup limit @cg_limit (0: none): see AFS_MOUNT_RA_MAX.  A multiple of
- * 4 KiB in [AFS_MOUNT_RA_MIN, AFS_MOUNT_RA_MAX].
- * Context: Pure.
- */
-uint64_t afs_mount_readahead(uint64_t cg_limit);
-
-/**
- * afs_ahead_cache_size() - The budget @cfg asks for: cache_size, or when it
- * is 0 the default for this machine and this process's memory cgroup
- * (afs_ahead_default_size() of RAM, afs_cgroup_mem_limit() and
- * afs_ahead_min_cache() of @cfg->threads).  The one place the default is
- * resolved.
- * Context: sysconf() and the cgroup files; before mounting.
- */
-uint64_t afs_ahead_cache_size(const struct afs_ahead_config *cfg);
 
 /**
  * afs_ahead_check() - Whether @cfg's budget lets @threads serving threads
@@ -418,35 +248,6 @@ int afs_ahead_create(const struct afs_ahead_config *cfg, struct afs_ahead **out,
  * Context: After serving ended and every afs_fcache was put.
  */
 void afs_ahead_destroy(struct afs_ahead *a);
-
-/**
- * afs_fcache_lookup() - The file named @key, created on first use with the
- * identity in @st (fstat of the backing file now).
- *
- * A file in use is returned as it is: comparing it with the backing is
- * afs_fcache_revalidate()'s job.  An idle file (no reference) is revived:
- * taken off the idle LRU and revalidated against @st at once, so a file
- * changed while idle brings nothing stale back (counted in revived and
- * revived_changed).
- * Context: Serving thread; takes a->files_lock (and fc->lock to revalidate
- * a revived file).
- * Return: 0 and *@out with a reference (afs_fcache_put()), or -ENOMEM.
- */
-int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
-		      const struct stat *st, struct afs_fcache **out);
-
-/** afs_fcache_get() - Another reference.  Context: a holder of one. */
-void afs_fcache_get(struct afs_fcache *fc);
-
-/**
- * afs_fcache_put() - Drop a reference; the last closes the file's ra_file
- * and keeps the file idle while it has pages or history cached (freeing
- * the oldest idle files past cfg.idle_files), else frees it with its
- * pages.  @fc may be NULL.
- * Context: Online or not; outside RCU read-side sections; may sleep
- * (cancels queued readahead); takes a->files_lock.
- */
-void afs_fcache_put(struct afs_fcache *fc);
 
 /**
  * afs_ahead_idle_max() - The most idle files kept: cfg.idle_files, or
@@ -486,58 +287,6 @@ struct afs_file_snap {
 int afs_ahead_files(struct afs_ahead *a, struct afs_file_snap **out, size_t *n);
 
 /**
- * afs_fcache_ra() - The readahead side of @fc, opened on first use.
- * @fd: Any fd on the backing file (not kept: ra/ reopens it read-only as
- *	the daemon).
- *
- * Context: Serving thread; takes fc->lock; opens the backing file once.
- * Return: 0; -EACCES where the daemon may not read the file (a non-root
- * daemon, a write-only open); -ENOMEM or the backing open's -errno.
- */
-int afs_fcache_ra(struct afs_fcache *fc, int fd);
-
-/**
- * afs_fcache_revalidate() - Compare @st (the backing now) with the
- * identity; a change behind the mount drops the file's pages and streams,
- * takes the new identity and counts a change (afs_fcache_changes()).
- * Context: Serving thread; takes fc->lock and the mapping's lock.
- * Return: true if the file changed.
- */
-bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st);
-
-/**
- * afs_fcache_find() - The file named @key if the table has it (never
- * creates one): what a backing watcher asks for a file it saw change.
- * Context: Any thread; takes a->files_lock.
- * Return: 0 and *@out with a reference (afs_fcache_put()), or -ENOENT
- * (*@out NULL).
- */
-int afs_fcache_find(struct afs_ahead *a, const struct afs_file_key *key,
-		    struct afs_fcache **out);
-
-/**
- * afs_fcache_outside() - A backing watcher saw the file change behind the
- * mount: as afs_fcache_revalidate(), but with @force the pages and streams
- * go and a change is counted even when @st looks the same (a write within
- * the timestamps' granularity).  @st NULL: the identity is unknown now; the
- * next afs_fcache_revalidate() takes the backing's.
- * Context: Any thread (the watcher's); takes fc->lock and the mapping's.
- * Return: true if the pages were dropped and a change counted.
- */
-bool afs_fcache_outside(struct afs_fcache *fc, const struct stat *st,
-			bool force);
-
-/**
- * afs_alloc_locked() - An array of at least *@count elements of @size
- * bytes, allocated outside @lock and returned with @lock held and *@count
- * (read under it) within it; a count that grew meanwhile is tried again.
- * For a snapshot of a table under its lock without allocating under it.
- * Context: Takes @lock: held on success, not on failure.
- * Return: The array (free() it), or NULL on ENOMEM.
- */
-void *afs_alloc_locked(pthread_mutex_t *lock, const size_t *count, size_t size);
-
-/**
  * afs_ahead_outside_all() - Events behind the mount were lost (a watcher's
  * queue overflowed): every file's pages and streams go, each counts a
  * change, and each identity is taken again at its next comparison.
@@ -546,53 +295,6 @@ void *afs_alloc_locked(pthread_mutex_t *lock, const size_t *count, size_t size);
  * Return: 0 and *@count (files dropped), or -ENOMEM (nothing dropped).
  */
 int afs_ahead_outside_all(struct afs_ahead *a, size_t *count);
-
-/**
- * afs_fcache_changes() - How many changes behind the mount were seen: the
- * kernel's cached pages and attributes of the file are stale when this
- * moved since the adapter last told the kernel.
- * Context: Any thread; one atomic load.
- */
-uint64_t afs_fcache_changes(const struct afs_fcache *fc);
-
-/**
- * afs_fcache_size() - The file's size as the identity has it (the EOF
- * reads are clipped to).
- * Context: Any thread; one atomic load.
- */
-uint64_t afs_fcache_size(const struct afs_fcache *fc);
-
-/**
- * afs_fcache_changed() - The daemon changed bytes [@off, @off + @len) of
- * the file through @fd (write, fallocate, copy_file_range destination);
- * @len 0 with @to_end: everything from @off on (truncate).  Drops the
- * cached pages covered, then records the backing's new identity from
- * fstat(@fd).  @fc may be NULL (nothing cached).
- * Context: Serving thread, after the backing call returned; takes fc->lock
- * and the mapping's lock.
- */
-void afs_fcache_changed(struct afs_fcache *fc, int fd, uint64_t off,
-			uint64_t len, bool to_end);
-
-/**
- * afs_fcache_touched() - The daemon changed the file's metadata through @fd
- * (mode, owner, times, xattrs): take the backing's new identity without
- * dropping pages, so that the new ctime is not taken for a change behind
- * the mount.  @fc may be NULL.
- * Context: Serving thread, after the backing call returned.
- */
-void afs_fcache_touched(struct afs_fcache *fc, int fd);
-
-/**
- * afs_fcache_written() - A write of [@off, @off + @len) through @fd has
- * been answered: with cfg.write_behind set, a sequential run's finished
- * pieces are handed to the backing's writeback (behind.c: what a run is,
- * why, what is left to the kernel).  @fc may be NULL.
- * Context: Serving thread, after the reply (sync_file_range() may wait for
- * the device's queue); takes fc->lock.
- */
-void afs_fcache_written(struct afs_fcache *fc, int fd, uint64_t off,
-			uint64_t len);
 
 /**
  * afs_data_write() - Write @iov[0..@n) at @off of the file through @fd:
@@ -619,38 +321,53 @@ ssize_t afs_data_write(struct afs_fcache *fc, int fd, const struct iovec *iov,
 		       uint64_t *at, bool *direct);
 
 /**
- * afs_fcache_direct_take() - Take @fc's O_DIRECT write descriptor out (-1
- * if none) for the caller to close.  Context: under a->files_lock with no
- * reference left (so no writer uses it), or when freeing.
+ * struct afs_ahead_stats - What the mount counted (docs/stats.md "data"),
+ * read by afs_ahead_stats().
  */
-int afs_fcache_direct_take(struct afs_fcache *fc);
+struct afs_ahead_stats {
+	struct timespec started; /* CLOCK_MONOTONIC, at afs_ahead_create() */
+	time_t started_wall;
+	uint64_t uncached_reads; /* reads served around the cache */
+	uint64_t resident_reads; /* from the backing's page cache */
+	uint64_t resident_spliced; /* of those, spliced */
+	uint64_t revalidations; /* changes behind the mount seen */
+	uint64_t demand_misses; /* reads that missed (not hits) */
+	uint64_t idle, idle_max; /* idle files now, the most kept */
+	uint64_t revived, revived_changed, idle_dropped;
+	struct afs_behind_stats {
+		uint64_t pieces; /* handed to the backing's writeback */
+		uint64_t bytes; /* their bytes */
+		uint64_t failed; /* sync_file_range() calls that failed */
+		uint64_t skipped; /* pieces left to the kernel (queue full) */
+	} behind; /* write-behind (behind.c) */
+	struct afs_direct_stats {
+		uint64_t writes; /* written with O_DIRECT */
+		uint64_t bytes; /* their bytes */
+		uint64_t refused; /* files whose backing refused O_DIRECT */
+	} direct; /* direct writes (write.c) */
+	struct afs_pressure_stats pressure; /* the budget under a cgroup */
+};
 
-struct afs_behind;
-struct afs_behind_counts;
 /**
- * afs_behind_create() - The write-behind queue of a mount (behind.c),
- * counting into @counts; its thread starts with the first piece.
- * Return: 0, or -ENOMEM or another negative errno.
+ * afs_ahead_stats() - @a's counters now (relaxed loads: each is exact, the
+ * set is not one instant's).  Context: Any thread.
  */
-int afs_behind_create(struct afs_behind_counts *counts,
-		      struct afs_behind **out);
-/**
- * afs_behind_destroy() - Hand over what is queued, stop the thread, free.
- * @b may be NULL.
- */
-void afs_behind_destroy(struct afs_behind *b);
+void afs_ahead_stats(const struct afs_ahead *a, struct afs_ahead_stats *out);
+
+/** afs_ahead_config() - The options in force.  Context: Any thread. */
+const struct afs_ahead_config *afs_ahead_config(const struct afs_ahead *a);
+
+/** afs_ahead_cache() - The mount's page cache.  Context: Any thread. */
+struct cache *afs_ahead_cache(const struct afs_ahead *a);
+
+/** afs_ahead_engine() - The mount's readahead engine.  Context: Any thread. */
+struct ra_engine *afs_ahead_engine(const struct afs_ahead *a);
 
 /**
- * afs_handle_init() - A handle on @fc's file: @fd opened with the caller's
- * flags.  @fc NULL, or without a readahead side (afs_fcache_ra() failed),
- * makes an uncached handle.
- * Context: Serving thread.
+ * afs_ahead_demand_misses() - Reads of the mount that missed so far (the
+ * warm-up yields when it moves).  Context: Any thread; one atomic load.
  */
-void afs_handle_init(struct afs_handle *h, struct afs_fcache *fc, int fd,
-		     bool direct_io);
-
-/** afs_handle_destroy() - Close the fd; free the readahead state. */
-void afs_handle_destroy(struct afs_handle *h);
+uint64_t afs_ahead_demand_misses(const struct afs_ahead *a);
 
 /**
  * afs_read_reply_fn - Hands a read's data to the reader.
@@ -726,59 +443,5 @@ struct afs_read {
  */
 int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		  size_t size);
-
-/**
- * afs_fcache_warm() - Read pages [@first, @first + @npages) of @fc into the
- * cache ahead of any reader (the warm restart), as readahead (probation,
- * prefetched), and wait for them.  @npages at most the readahead cap.
- * Reads of the mount are not counted or slowed: they only find the pages.
- * Context: Online thread outside RCU read-side sections, holding a
- * reference on @fc with its readahead side open (afs_fcache_ra()); sleeps
- * on the I/O.
- * Return: The pages of the range cached now (those the workers' queue or
- * the budget refused are not), or -errno: -EINVAL (no readahead side, a
- * bad range), the backing's error.
- */
-int afs_fcache_warm(struct afs_fcache *fc, uint64_t first, uint64_t npages);
-
-/**
- * afs_thread_buf() - This thread's buffer, at least @size bytes, page
- * aligned; grows once to the largest request and is kept for the thread's
- * life (freed at thread exit).
- *
- * Context: Serving thread.
- * Return: The buffer, or NULL on ENOMEM.
- */
-void *afs_thread_buf(size_t size);
-
-/**
- * afs_thread_buf_contig() - As afs_thread_buf(), but in one huge page
- * where the kernel gives one (madvise MADV_HUGEPAGE; 2 MiB aligned): a
- * buffer physically contiguous, so that an O_DIRECT transfer of up to
- * AFS_DATA_MAX_REQUEST reaches the device as one request, not in pieces
- * of as many 4 KiB pages as the queue takes segments.  The thread's one
- * buffer: it replaces a plain one (and afs_thread_buf() returns it after).
- *
- * Context: Serving thread.
- * Return: The buffer, or NULL on ENOMEM.
- */
-void *afs_thread_buf_contig(size_t size);
-
-/**
- * afs_thread_buf_release() - Free the calling thread's buffer now (the main
- * thread in -s mode, whose exit runs no destructor before LeakSanitizer).
- *
- * Context: The thread itself, when it serves no more requests.
- */
-void afs_thread_buf_release(void);
-
-/**
- * afs_thread_buf_key_init() - Create the thread buffer key (once; every
- * later call returns the first one's result).  afs_ahead_create() calls it.
- *
- * Context: Before serving.
- * Return: 0 or -errno.
- */
-int afs_thread_buf_key_init(void);
 
 #endif /* AFS_DATA_H */

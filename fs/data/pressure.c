@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "fs/data/data.h"
+#include "data_internal.h"
 #include "fs/data/pressure.h"
 
 struct afs_pressure {

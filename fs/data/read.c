@@ -29,7 +29,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "fs/data/data.h"
+#include "data_internal.h"
 
 #define PAGE_SHIFT CACHE_PAGE_SHIFT
 #define PAGE_SIZE CACHE_PAGE_SIZE
@@ -357,8 +357,7 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		  size_t size)
 {
 	struct afs_fcache *fc = r->fc;
-	struct ra_file *raf =
-		fc ? __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE) : NULL;
+	struct ra_file *raf = fc ? fc_raf(fc) : NULL;
 	struct ra_state *ra;
 	struct cache_wait_cancel wc;
 	uint64_t end, fsize, miss;
@@ -451,7 +450,7 @@ uncached:
 
 int afs_fcache_warm(struct afs_fcache *fc, uint64_t first, uint64_t npages)
 {
-	struct ra_file *raf = __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE);
+	struct ra_file *raf = fc_raf(fc);
 	uint64_t last = first + npages - 1;
 	int rc;
 

@@ -61,7 +61,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data.h"
+#include "data_internal.h"
 
 static size_t iov_total(const struct iovec *iov, int n)
 {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "fs/data/data.h"
+#include "fs/data/tbuf.h"
 #include "fs/fuse/daemon.h"
 #include "fs/warm/warm.h"
 #include "fuse_internal.h"
@@ -241,55 +242,6 @@ static void start_warm(struct afs_fs *fs, const struct afs_opts *o)
 			o->warm_state, strerror(-rc));
 }
 
-/*
- * Set the kernel's readahead on the FUSE mount (afs_mount_readahead():
- * whole 1 MiB requests, less under a memory cgroup; its default for FUSE is
- * 128 KiB).  The kernel sets the mount's bdi readahead when it processes our
- * INIT reply (to the smaller of its default and what INIT offered), so this
- * runs on the first request after INIT.  The bdi is named by the mount's
- * device number, found in mountinfo (a stat() of the mountpoint would wait
- * for this very daemon).
- */
-void afs_tune_bdi_once(struct afs_fs *fs)
-{
-	const struct afs_opts *o = fs->opts;
-	unsigned long kb = afs_mount_readahead(afs_cgroup_mem_limit("")) >> 10;
-	char line[4096], dev[64] = "", path[PATH_MAX];
-	unsigned maj, min;
-	FILE *f;
-
-	if (__atomic_load_n(&fs->bdi_tuned, __ATOMIC_RELAXED) ||
-	    __atomic_exchange_n(&fs->bdi_tuned, true, __ATOMIC_RELAXED))
-		return;
-	f = fopen("/proc/self/mountinfo", "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		/* "id parent maj:min root mountpoint ..." (a mountpoint
-		 * with spaces is octal-escaped there: then not found, and the
-		 * kernel's default stays) */
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min,
-			   path) == 3 &&
-		    !strcmp(path, o->mountpoint_real))
-			snprintf(dev, sizeof(dev), "%u:%u", maj, min);
-	}
-	fclose(f);
-	if (!*dev)
-		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
-	f = fopen(path, "w");
-	if (!f) {
-		afs_log(LOG_WARNING,
-			"cannot raise the mount's read_ahead_kb (%s): %s", path,
-			strerror(errno));
-		return;
-	}
-	if (fprintf(f, "%lu\n", kb) < 0 || fclose(f))
-		afs_log(LOG_WARNING,
-			"cannot raise the mount's read_ahead_kb (%s): %s", path,
-			strerror(errno));
-}
-
 static void stop_notifier(struct afs_fs *fs)
 {
 	uint64_t sent, dropped;
@@ -414,9 +366,9 @@ static int run(struct afs_opts *o)
 		goto out_unmount;
 	}
 	fs.itable.release_fc = release_fc;
-	afs_pt_attach(&fs.pt, fuse_session_fd(se), &fs.ahead->passthrough);
+	afs_pt_attach(&fs.pt, fuse_session_fd(se));
 	start_warm(&fs, o);
-	fs.ahead->watch.mode = afs_watch_backend(watch);
+	fs.watch = watch;
 	afs_log(LOG_INFO, "%s", watching);
 	rc = afs_notifier_start(se, &fs.notifier);
 	if (rc) {
@@ -424,7 +376,7 @@ static int run(struct afs_opts *o)
 			strerror(-rc));
 		goto out_unmount;
 	}
-	rc = afs_watch_start(watch, &fs.ahead->watch, &afs_watch_adapter, &fs);
+	rc = afs_watch_start(watch, &afs_watch_adapter, &fs);
 	if (rc) {
 		afs_log(LOG_ERR, "cannot start the watcher: %s", strerror(-rc));
 		goto out_unmount;
@@ -438,6 +390,7 @@ static int run(struct afs_opts *o)
 		status = 0;
 out_unmount:
 	/* Their threads send notifications on @se: stopped first. */
+	fs.watch = NULL;
 	afs_watch_close(watch);
 	watch = NULL;
 	stop_notifier(&fs);
@@ -456,6 +409,7 @@ out_fs:
 	/* Files programs still held when we stopped get no RELEASE; they,
 	 * then the inode entries, release their files' cache state before
 	 * the cache goes. */
+	fs.watch = NULL;
 	afs_watch_close(watch);
 	afs_pt_detach(&fs.pt);
 	afs_open_release_all(&fs);

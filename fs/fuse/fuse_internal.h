@@ -16,6 +16,7 @@
 
 #include "fs/data/data.h"
 #include "fs/watch/watch.h"
+#include "bdi.h"
 #include "creds.h"
 #include "inode.h"
 #include "opts.h"
@@ -40,6 +41,8 @@ struct afs_fs {
 	struct afs_itable itable;
 	struct afs_ahead *ahead; /* the data path (fs/data/data.h) */
 	struct afs_warm *warm; /* warm restart (fs/warm/warm.h) or NULL */
+	struct afs_watch *watch; /* the backing watcher or NULL; set before
+				  * serving */
 	struct fuse_session *se; /* for notifications */
 	/* Page invalidations a serving thread may not send (notify.h); set
 	 * before the watcher starts, NULL before and after serving. */
@@ -199,14 +202,6 @@ int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e);
  */
 struct afs_fcache *afs_inode_fcache(struct afs_fs *fs, struct afs_inode *inode,
 				    const struct stat *st);
-
-/**
- * afs_tune_bdi_once() - Raise the mount's read_ahead_kb, on the first call.
- *
- * Context: A request handler after INIT (the kernel resets the value when it
- * processes INIT); one atomic load on later calls.
- */
-void afs_tune_bdi_once(struct afs_fs *fs);
 
 /* Operations, by file. */
 /* ops_entry.c */

@@ -17,7 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "debug/debug.h"
+#include "cache/base/debug.h"
+#include "cache/base/locked.h"
 #include "fs/data/data.h"
 
 #define AFS_MIN_BUCKETS 64

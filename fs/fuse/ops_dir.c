@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs/data/tbuf.h"
 #include "fuse_internal.h"
 
 static void free_dir(struct afs_open *h)

@@ -226,7 +226,7 @@ static int io_target(fuse_req_t req, fuse_ino_t ino,
 		return t->fd;
 	}
 	fc = afs_inode_fc(t->inode);
-	t->cached = fc && __atomic_load_n(&fc->raf, __ATOMIC_ACQUIRE);
+	t->cached = afs_fcache_has_ra(fc);
 	return 0;
 }
 
@@ -334,7 +334,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 			free(f);
 			return rc;
 		}
-		if (fs->ahead->cfg.read_mode == AFS_READ_DIRECT &&
+		if (afs_ahead_config(fs->ahead)->read_mode == AFS_READ_DIRECT &&
 		    (fi->flags & O_ACCMODE) == O_RDONLY) {
 			/* Every read reaches the daemon.  Writable opens keep
 			 * the kernel's cache: shared writable mappings need

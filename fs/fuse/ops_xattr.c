@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "fs/data/data.h"
+#include "fs/data/tbuf.h"
 #include "fuse_internal.h"
 #include "fs/stats/xattr.h"
 
@@ -62,6 +63,9 @@ static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
 	t.is_reg = S_ISREG(st.st_mode);
 	t.shown_ino = afs_shown_ino(i);
 	t.st = &st;
+	t.warm = fs->warm;
+	t.watch = fs->watch;
+	afs_pt_stats(&fs->pt, &t.passthrough);
 	if (!fs->default_permissions) {
 		char proc[AFS_PROCPATH_LEN];
 		struct afs_creds c;

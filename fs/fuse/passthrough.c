@@ -76,9 +76,6 @@ enum afs_pt_io afs_pt_decide(enum afs_passthrough policy, bool mount_on,
 static void set_state(struct afs_pt *pt, enum afs_pt_state s)
 {
 	__atomic_store_n(&pt->state, (int)s, __ATOMIC_RELEASE);
-	if (pt->c)
-		__atomic_store_n(&pt->c->state, afs_pt_state_names[s],
-				 __ATOMIC_RELEASE);
 }
 
 static const char *policy_name(const struct afs_pt *pt)
@@ -104,13 +101,26 @@ void afs_pt_destroy(struct afs_pt *pt)
 	pthread_mutex_destroy(&pt->dev_lock);
 }
 
-void afs_pt_attach(struct afs_pt *pt, int dev_fd,
-		   struct afs_passthrough_counts *c)
+void afs_pt_attach(struct afs_pt *pt, int dev_fd)
 {
-	pt->c = c;
-	c->mode = policy_name(pt);
-	set_state(pt, (enum afs_pt_state)pt->state);
 	__atomic_store_n(&pt->dev_fd, dev_fd, __ATOMIC_RELEASE);
+}
+
+void afs_pt_stats(const struct afs_pt *pt, struct afs_xattr_passthrough *out)
+{
+	const struct afs_xattr_pt_counts *c = &pt->c;
+
+	out->mode = policy_name(pt);
+	out->state = afs_pt_state_names[__atomic_load_n(&pt->state,
+							__ATOMIC_ACQUIRE)];
+	out->c.opens = afs_count_read(&c->opens);
+	out->c.opens_cached = afs_count_read(&c->opens_cached);
+	out->c.opens_direct = afs_count_read(&c->opens_direct);
+	out->c.fallback_mount = afs_count_read(&c->fallback_mount);
+	out->c.fallback_inode = afs_count_read(&c->fallback_inode);
+	out->c.fallback_file = afs_count_read(&c->fallback_file);
+	out->c.fallback_setid = afs_count_read(&c->fallback_setid);
+	out->c.backing_files = afs_count_read(&c->backing_files);
 }
 
 void afs_pt_detach(struct afs_pt *pt)
@@ -188,11 +198,6 @@ static pthread_mutex_t *inode_lock(struct afs_pt *pt,
 	uint64_t id = inode->nodeid;
 
 	return &pt->locks[(id ^ (id >> 48)) % AFS_PT_LOCKS];
-}
-
-static void count(uint64_t *c)
-{
-	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -307,8 +312,7 @@ void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 
 		if (id > 0) {
 			pi->backing_id = id;
-			if (pt->c)
-				count(&pt->c->backing_files);
+			afs_count(&pt->c.backing_files, 1);
 		} else {
 			why = refused(pt, inode, -id);
 			out->io = rq->direct_io ? AFS_IO_DIRECT : AFS_IO_CACHED;
@@ -333,25 +337,24 @@ void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 		break;
 	}
 	pthread_mutex_unlock(lock);
-	if (!pt->c)
-		return;
-	count(is_passthrough(out->io)	 ? &pt->c->opens
-	      : out->io == AFS_IO_DIRECT ? &pt->c->opens_direct
-					 : &pt->c->opens_cached);
+	afs_count(is_passthrough(out->io)    ? &pt->c.opens
+		  : out->io == AFS_IO_DIRECT ? &pt->c.opens_direct
+					     : &pt->c.opens_cached,
+		  1);
 	switch (why) {
 	case AFS_PT_WHY_NONE:
 		break;
 	case AFS_PT_WHY_MOUNT:
-		count(&pt->c->fallback_mount);
+		afs_count(&pt->c.fallback_mount, 1);
 		break;
 	case AFS_PT_WHY_INODE:
-		count(&pt->c->fallback_inode);
+		afs_count(&pt->c.fallback_inode, 1);
 		break;
 	case AFS_PT_WHY_FILE:
-		count(&pt->c->fallback_file);
+		afs_count(&pt->c.fallback_file, 1);
 		break;
 	case AFS_PT_WHY_SETID:
-		count(&pt->c->fallback_setid);
+		afs_count(&pt->c.fallback_setid, 1);
 		break;
 	}
 }
@@ -389,9 +392,7 @@ void afs_pt_release(struct afs_pt *pt, struct afs_inode *inode,
 		if (!--pi->passthrough) {
 			backing_close(pt, pi->backing_id);
 			pi->backing_id = 0;
-			if (pt->c)
-				__atomic_fetch_sub(&pt->c->backing_files, 1,
-						   __ATOMIC_RELAXED);
+			afs_count_sub(&pt->c.backing_files, 1);
 		}
 		break;
 	}

@@ -84,7 +84,9 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "cache/base/count.h"
 #include "fs/data/data.h"
+#include "fs/stats/xattr.h"
 #include "inode.h"
 #include "opts.h"
 
@@ -185,8 +187,7 @@ struct afs_pt {
 	enum afs_passthrough policy; /* -o passthrough=, immutable */
 	int state; /* __atomic enum afs_pt_state */
 	int dev_fd; /* __atomic: the session's /dev/fuse; -1: none */
-	/* the stats' counters (fs/data/data.h); set before serving */
-	struct afs_passthrough_counts *c;
+	struct afs_xattr_pt_counts c; /* counters (afs_pt_stats()) */
 	bool logged_file; /* __atomic: a file's refusal was logged */
 	pthread_mutex_t locks[AFS_PT_LOCKS];
 	pthread_mutex_t dev_lock; /* a leaf: devs, ndevs */
@@ -228,12 +229,17 @@ void afs_pt_init(struct afs_pt *pt, enum afs_passthrough policy);
 void afs_pt_destroy(struct afs_pt *pt);
 
 /**
- * afs_pt_attach() - The session's /dev/fuse (@dev_fd, for the ioctls) and
- * the stats' counters @c, which get the policy's and the state's names.
+ * afs_pt_attach() - The session's /dev/fuse (@dev_fd, for the ioctls).
  * Context: Before serving.
  */
-void afs_pt_attach(struct afs_pt *pt, int dev_fd,
-		   struct afs_passthrough_counts *c);
+void afs_pt_attach(struct afs_pt *pt, int dev_fd);
+
+/**
+ * afs_pt_stats() - The policy's and the state's names and the counters
+ * now, for the stats (fs/stats/xattr.h).
+ * Context: Any thread; relaxed loads.
+ */
+void afs_pt_stats(const struct afs_pt *pt, struct afs_xattr_passthrough *out);
 
 /**
  * afs_pt_detach() - No /dev/fuse any more (the session is going): a

@@ -187,7 +187,7 @@ static uint64_t coarser(uint64_t k, uint64_t npages, uint64_t avail)
 ssize_t afs_stats_get_map(const struct afs_xattr_target *t, char *buf,
 			  size_t size)
 {
-	struct afs_stats_fref fr;
+	struct afs_fcache_stats fr;
 	struct cache_mapping *m;
 	uint64_t npages = afs_stats_pages_of(
 		t->st && t->st->st_size > 0 ? (uint64_t)t->st->st_size : 0);
@@ -197,7 +197,7 @@ ssize_t afs_stats_get_map(const struct afs_xattr_target *t, char *buf,
 	char *scratch = NULL;
 	ssize_t rc;
 
-	afs_stats_fref(t, &fr);
+	afs_fcache_stats(t->fc, &fr);
 	m = fr.map;
 	if (size) {
 		scratch = malloc(AFS_XATTR_VALUE_MAX);

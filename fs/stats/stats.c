@@ -150,7 +150,7 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_CACHE_passthrough(key)
 
 /* The watcher's members: the schema's keys are struct afs_watch_counts's
- * field names (fs/data/data.h). */
+ * field names (fs/watch/watch.h). */
 #define COPY_WATCH(obj, key, kind, help) COPY_WATCH_##obj(key)
 #define COPY_WATCH_watch(key) s->watch_##key = w->key;
 #define COPY_WATCH_(key)
@@ -170,21 +170,21 @@ static void root_watch(struct afs_stats_root *s,
 	AFS_SCHEMA_ROOT(COPY_WATCH)
 }
 
-/* The passthrough members (fs/data/data.h); the names are "off" on a
- * mount whose adapter never set them (unit tests). */
+/* The passthrough members (fs/stats/xattr.h, the adapter's snapshot); the
+ * names are "off" on a mount whose adapter never set them (unit tests). */
 static void root_passthrough(struct afs_stats_root *s,
-			     const struct afs_passthrough_counts *p)
+			     const struct afs_xattr_passthrough *p)
 {
 	s->passthrough_mode = p->mode ? p->mode : "off";
 	s->passthrough_state = p->state ? p->state : "off";
-	s->passthrough_opens = p->opens;
-	s->passthrough_opens_cached = p->opens_cached;
-	s->passthrough_opens_direct = p->opens_direct;
-	s->passthrough_fallback_mount = p->fallback_mount;
-	s->passthrough_fallback_inode = p->fallback_inode;
-	s->passthrough_fallback_file = p->fallback_file;
-	s->passthrough_fallback_setid = p->fallback_setid;
-	s->passthrough_backing_files = p->backing_files;
+	s->passthrough_opens = p->c.opens;
+	s->passthrough_opens_cached = p->c.opens_cached;
+	s->passthrough_opens_direct = p->c.opens_direct;
+	s->passthrough_fallback_mount = p->c.fallback_mount;
+	s->passthrough_fallback_inode = p->c.fallback_inode;
+	s->passthrough_fallback_file = p->c.fallback_file;
+	s->passthrough_fallback_setid = p->c.fallback_setid;
+	s->passthrough_backing_files = p->c.backing_files;
 }
 
 static void file_cache(struct afs_stats_file *s,
@@ -261,12 +261,12 @@ static void file_streams(struct afs_stats_streams *out,
 static void collect_file(const struct afs_xattr_target *t,
 			 struct afs_stats_file *s)
 {
-	struct afs_stats_fref fr;
+	struct afs_fcache_stats fr;
 	struct cache_mapping_stats ms;
 	struct ra_file_stats rs;
 	const char *advice;
 
-	afs_stats_fref(t, &fr);
+	afs_fcache_stats(t->fc, &fr);
 	cache_mapping_stats(fr.map, &ms);
 	ra_file_stats(fr.raf, &rs);
 	memset(s, 0, sizeof(*s));
@@ -296,8 +296,9 @@ static void collect_file(const struct afs_xattr_target *t,
 	s->_revalidations = fr.revalidations;
 }
 
-static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
-			 char *started, size_t started_len)
+static void collect_root(struct afs_ahead *a, const struct afs_xattr_target *t,
+			 struct afs_stats_root *s, char *started,
+			 size_t started_len)
 {
 	const struct afs_ahead_config *cfg;
 	struct afs_stats_aref ar;
@@ -308,18 +309,18 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	struct tm tm;
 	time_t wall;
 
-	afs_stats_aref(a, &ar);
+	afs_stats_aref(a, t, &ar);
 	cfg = ar.cfg;
-	wall = ar.started_wall;
+	wall = ar.d.started_wall;
 	cache_stats(ar.cache, &cs);
 	ra_engine_stats(ar.ra, &es);
 	ra_engine_tuning(ar.ra, &tune);
 	memset(s, 0, sizeof(*s));
 	s->_version = AHEADFS_VERSION;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	s->_uptime_s = now.tv_sec > ar.started.tv_sec
-			       ? (uint64_t)(now.tv_sec - ar.started.tv_sec) -
-					 (now.tv_nsec < ar.started.tv_nsec)
+	s->_uptime_s = now.tv_sec > ar.d.started.tv_sec
+			       ? (uint64_t)(now.tv_sec - ar.d.started.tv_sec) -
+					 (now.tv_nsec < ar.d.started.tv_nsec)
 			       : 0;
 	if (!gmtime_r(&wall, &tm) ||
 	    !strftime(started, started_len, "%Y-%m-%dT%H:%M:%SZ", &tm))
@@ -361,11 +362,11 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->readahead_workers_busy = es.workers_busy;
 	s->readahead_queue_dropped = es.queue_dropped;
 	s->readahead_queue_late = es.queue_late;
-	s->files_idle = ar.idle;
-	s->files_idle_max = ar.idle_max;
-	s->files_revived = ar.revived;
-	s->files_revived_changed = ar.revived_changed;
-	s->files_idle_dropped = ar.idle_dropped;
+	s->files_idle = ar.d.idle;
+	s->files_idle_max = ar.d.idle_max;
+	s->files_revived = ar.d.revived;
+	s->files_revived_changed = ar.d.revived_changed;
+	s->files_idle_dropped = ar.d.idle_dropped;
 	s->warm_pending = ar.warm.pending;
 	s->warm_files = ar.warm.files;
 	s->warm_skipped = ar.warm.skipped;
@@ -374,18 +375,18 @@ static void collect_root(struct afs_ahead *a, struct afs_stats_root *s,
 	s->warm_checkpoints = ar.warm.checkpoints;
 	s->warm_refused = ar.warm.refused;
 	root_watch(s, &ar.watch);
-	s->writes_behind_pieces = ar.behind.pieces;
-	s->writes_behind_bytes = ar.behind.bytes;
-	s->writes_behind_skipped = ar.behind.skipped;
-	s->writes_behind_failed = ar.behind.failed;
-	s->writes_direct_writes = ar.direct.writes;
-	s->writes_direct_bytes = ar.direct.bytes;
-	s->writes_direct_refused = ar.direct.refused;
+	s->writes_behind_pieces = ar.d.behind.pieces;
+	s->writes_behind_bytes = ar.d.behind.bytes;
+	s->writes_behind_skipped = ar.d.behind.skipped;
+	s->writes_behind_failed = ar.d.behind.failed;
+	s->writes_direct_writes = ar.d.direct.writes;
+	s->writes_direct_bytes = ar.d.direct.bytes;
+	s->writes_direct_refused = ar.d.direct.refused;
 	root_passthrough(s, &ar.passthrough);
-	s->_uncached_reads = ar.uncached_reads;
-	s->_resident_reads = ar.resident_reads;
-	s->_resident_spliced = ar.resident_spliced;
-	s->_revalidations = ar.revalidations;
+	s->_uncached_reads = ar.d.uncached_reads;
+	s->_resident_reads = ar.d.resident_reads;
+	s->_resident_spliced = ar.d.resident_spliced;
+	s->_revalidations = ar.d.revalidations;
 }
 
 ssize_t afs_stats_get(struct afs_ahead *a, const struct afs_xattr_target *t,
@@ -398,7 +399,7 @@ ssize_t afs_stats_get(struct afs_ahead *a, const struct afs_xattr_target *t,
 		struct afs_stats_root s;
 		char started[32];
 
-		collect_root(a, &s, started, sizeof(started));
+		collect_root(a, t, &s, started, sizeof(started));
 		render(&o, root_at, LEN(root_at), &s);
 	} else {
 		struct afs_stats_file s;

@@ -1,7 +1,7 @@
 /* stats_internal.h - what the parts of fs/stats share, private to it:
  *   xattr.c   the names, which file each exists on, the entry points, the
  *             size answer, and the two functions that read the data
- *             path's state: afs_stats_fref() a file's, afs_stats_aref()
+ *             path's state: afs_fcache_stats() a file's, afs_stats_aref()
  *             the mount's
  *   stats.c   user.aheadfs.stats: snapshots generated from the schema
  *             (schema.h), collected from each module's stats, rendered
@@ -24,45 +24,24 @@
 #include "jsonw.h"
 
 /*
- * What fs/stats uses of a regular file's data-path state: its cache
- * mapping, its ra_file and the daemon's counters.  Filled by
- * afs_stats_fref(), the one place that reads struct afs_fcache.
- */
-struct afs_stats_fref {
-	struct cache_mapping *map;
-	struct ra_file *raf;
-	uint64_t size; /* the EOF reads are clipped to */
-	uint64_t uncached_reads, resident_reads, resident_spliced;
-	uint64_t revalidations;
-};
-
-/** afs_stats_fref() - @t's file state (@t a regular file).  Context: any. */
-void afs_stats_fref(const struct afs_xattr_target *t,
-		    struct afs_stats_fref *out);
-
-/*
- * What fs/stats uses of the mount's data-path state, filled by
- * afs_stats_aref(), the one place that reads struct afs_ahead.
+ * What the root's stats read of the mount: the data path's (afs_ahead_stats()
+ * and its cache, engine and options) and its neighbours' (@t's warm,
+ * watch and passthrough).  Filled by afs_stats_aref().
  */
 struct afs_stats_aref {
 	struct cache *cache;
 	struct ra_engine *ra;
 	const struct afs_ahead_config *cfg; /* in force */
-	struct timespec started; /* CLOCK_MONOTONIC */
-	time_t started_wall;
-	uint64_t uncached_reads, resident_reads, resident_spliced;
-	uint64_t revalidations;
+	struct afs_ahead_stats d;
 	struct afs_pressure_stats pressure;
-	uint64_t idle, idle_max, revived, revived_changed, idle_dropped;
 	struct afs_warm_counters warm;
-	struct afs_watch_counts watch; /* a copy */
-	struct afs_behind_counts behind; /* a copy */
-	struct afs_direct_counts direct; /* a copy */
-	struct afs_passthrough_counts passthrough; /* a copy */
+	struct afs_watch_counts watch;
+	struct afs_xattr_passthrough passthrough;
 };
 
-/** afs_stats_aref() - @a's state.  Context: any. */
-void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out);
+/** afs_stats_aref() - The mount's state as @t sees it.  Context: any. */
+void afs_stats_aref(const struct afs_ahead *a, const struct afs_xattr_target *t,
+		    struct afs_stats_aref *out);
 
 /* The snapshots of the values, one member per schema row (OBJ_KEY). */
 #define AFS_STATS_MEMBER(obj, key, kind, help)                                 \

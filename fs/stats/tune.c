@@ -43,8 +43,7 @@ int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 			  enum afs_stats_tunable id, const char *value,
 			  size_t size)
 {
-	struct afs_stats_fref fr;
-	struct afs_stats_aref ar;
+	struct afs_fcache_stats fr;
 	struct ra_tuning tune = {0};
 	char w[VALUE_WORD_MAX];
 	enum ra_advice advice;
@@ -58,7 +57,7 @@ int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 	case AFS_TUNE_ADVICE:
 		if (ra_advice_parse(w, &advice))
 			return -EINVAL;
-		afs_stats_fref(t, &fr);
+		afs_fcache_stats(t->fc, &fr);
 		return ra_file_advise(fr.raf, advice, 0, 0);
 	case AFS_TUNE_RA_MAX:
 		if (ra_parse_size(w, &tune.max_bytes))
@@ -79,26 +78,23 @@ int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 	default:
 		return -ENOTSUP;
 	}
-	afs_stats_aref(a, &ar);
-	return ra_engine_tune(ar.ra, &tune, what);
+	return ra_engine_tune(afs_ahead_engine(a), &tune, what);
 }
 
 ssize_t afs_stats_get_tunable(struct afs_ahead *a,
 			      const struct afs_xattr_target *t,
 			      enum afs_stats_tunable id, char *buf, size_t size)
 {
-	struct afs_stats_fref fr;
-	struct afs_stats_aref ar;
+	struct afs_fcache_stats fr;
 	struct ra_file_stats rs;
 	struct ra_tuning tune;
 	const char *w;
 	char tmp[24];
 
-	afs_stats_aref(a, &ar);
-	ra_engine_tuning(ar.ra, &tune);
+	ra_engine_tuning(afs_ahead_engine(a), &tune);
 	switch (id) {
 	case AFS_TUNE_ADVICE:
-		afs_stats_fref(t, &fr);
+		afs_fcache_stats(t->fc, &fr);
 		ra_file_stats(fr.raf, &rs);
 		w = ra_advice_name(rs.advice);
 		return afs_stats_get_word(w ? w : "normal", buf, size);

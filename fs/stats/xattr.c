@@ -2,9 +2,10 @@
  * the entry points, the size answer, and the one function that reads a
  * file's data-path state (see xattr.h and docs/stats.md).
  *
- * The data path's objects (struct afs_ahead, struct afs_fcache) are read
- * in afs_stats_aref() and afs_stats_fref() only: the rest of fs/stats sees
- * their handles (cache, ra engine, mapping, ra_file) and counters.
+ * The data path is read through its stats functions (afs_ahead_stats(),
+ * afs_fcache_stats()) and the mount's neighbours through theirs
+ * (afs_warm_stats(), afs_watch_stats(), the adapter's passthrough snapshot
+ * in the target): afs_stats_aref() gathers the root's.
  *
  * Every value is rendered on demand from the live counters, twice per
  * getfattr (size query, then data): the size query renders into nothing
@@ -46,93 +47,18 @@ static const struct {
 	[N_STREAM_TABLE] = {"stream_table", false, true, AFS_TUNE_STREAM_TABLE},
 };
 
-/* The one reader of struct afs_fcache in fs/stats. */
-void afs_stats_fref(const struct afs_xattr_target *t,
-		    struct afs_stats_fref *out)
+/* What the root's stats read of the mount. */
+void afs_stats_aref(const struct afs_ahead *a, const struct afs_xattr_target *t,
+		    struct afs_stats_aref *out)
 {
-	const struct afs_fcache *fc = t->fc;
-
-	out->map = fc->map;
-	out->raf = fc->raf;
-	out->size = __atomic_load_n(&fc->size, __ATOMIC_RELAXED);
-	out->uncached_reads =
-		__atomic_load_n(&fc->uncached_reads, __ATOMIC_RELAXED);
-	out->resident_reads =
-		__atomic_load_n(&fc->resident_reads, __ATOMIC_RELAXED);
-	out->resident_spliced =
-		__atomic_load_n(&fc->resident_spliced, __ATOMIC_RELAXED);
-	out->revalidations =
-		__atomic_load_n(&fc->revalidations, __ATOMIC_RELAXED);
-}
-
-/* The one reader of struct afs_ahead in fs/stats. */
-void afs_stats_aref(const struct afs_ahead *a, struct afs_stats_aref *out)
-{
-	out->cache = a->cache;
-	out->ra = a->ra;
-	out->cfg = &a->cfg;
-	out->started = a->started;
-	out->started_wall = a->started_wall;
-	out->uncached_reads =
-		__atomic_load_n(&a->uncached_reads, __ATOMIC_RELAXED);
-	out->resident_reads =
-		__atomic_load_n(&a->resident_reads, __ATOMIC_RELAXED);
-	out->resident_spliced =
-		__atomic_load_n(&a->resident_spliced, __ATOMIC_RELAXED);
-	out->revalidations =
-		__atomic_load_n(&a->revalidations, __ATOMIC_RELAXED);
-	afs_pressure_stats(a->pressure, &out->pressure);
-	out->idle = __atomic_load_n(&a->nidle, __ATOMIC_RELAXED);
-	out->idle_max = afs_ahead_idle_max(a);
-	out->revived = __atomic_load_n(&a->revived, __ATOMIC_RELAXED);
-	out->revived_changed =
-		__atomic_load_n(&a->revived_changed, __ATOMIC_RELAXED);
-	out->idle_dropped = __atomic_load_n(&a->idle_dropped, __ATOMIC_RELAXED);
-#define WARM_LOAD(f) out->warm.f = __atomic_load_n(&a->warm.f, __ATOMIC_RELAXED)
-	WARM_LOAD(files);
-	WARM_LOAD(skipped);
-	WARM_LOAD(bytes);
-	WARM_LOAD(pauses);
-	WARM_LOAD(pending);
-	WARM_LOAD(checkpoints);
-	WARM_LOAD(refused);
-#undef WARM_LOAD
-	out->watch.mode = a->watch.mode ? a->watch.mode : "off";
-#define WATCH_COPY(f)                                                          \
-	out->watch.f = __atomic_load_n(&a->watch.f, __ATOMIC_RELAXED)
-	WATCH_COPY(events);
-	WATCH_COPY(ignored_own);
-	WATCH_COPY(ignored_unknown);
-	WATCH_COPY(invalidated);
-	WATCH_COPY(overflows);
-#undef WATCH_COPY
-#define BEHIND_COPY(f)                                                         \
-	out->behind.f = __atomic_load_n(&a->behind_counts.f, __ATOMIC_RELAXED)
-	BEHIND_COPY(pieces);
-	BEHIND_COPY(bytes);
-	BEHIND_COPY(skipped);
-	BEHIND_COPY(failed);
-#undef BEHIND_COPY
-#define DIRECT_COPY(f)                                                         \
-	out->direct.f = __atomic_load_n(&a->direct_counts.f, __ATOMIC_RELAXED)
-	DIRECT_COPY(writes);
-	DIRECT_COPY(bytes);
-	DIRECT_COPY(refused);
-#undef DIRECT_COPY
-#define PT_COPY(f)                                                             \
-	out->passthrough.f =                                                   \
-		__atomic_load_n(&a->passthrough.f, __ATOMIC_RELAXED)
-	PT_COPY(mode);
-	PT_COPY(state);
-	PT_COPY(opens);
-	PT_COPY(opens_cached);
-	PT_COPY(opens_direct);
-	PT_COPY(fallback_mount);
-	PT_COPY(fallback_inode);
-	PT_COPY(fallback_file);
-	PT_COPY(fallback_setid);
-	PT_COPY(backing_files);
-#undef PT_COPY
+	out->cache = afs_ahead_cache(a);
+	out->ra = afs_ahead_engine(a);
+	out->cfg = afs_ahead_config(a);
+	afs_ahead_stats(a, &out->d);
+	out->pressure = out->d.pressure;
+	afs_warm_stats(t->warm, &out->warm);
+	afs_watch_stats(t->watch, &out->watch);
+	out->passthrough = t->passthrough;
 }
 
 ssize_t afs_stats_size_answer(size_t len)

@@ -42,9 +42,9 @@
  *          -ENODATA  one that does not
  *
  * Concurrency: every call may run on any libfuse worker thread, several at
- * once; nothing here keeps state between calls.  The only per-file state
- * read is the target's struct afs_fcache, in one function (xattr.c,
- * afs_stats_fref()).  The figures are read
+ * once; nothing here keeps state between calls.  A file's state is read
+ * through afs_fcache_stats(), the mount's through afs_ahead_stats() and its
+ * neighbours' stats functions (xattr.c, afs_stats_aref()).  The figures are read
  * without stopping the cache or the readahead (relaxed counters, not a
  * snapshot).  The map walks the file's pages under rcu_read_lock() in
  * batches (cache_gang_lookup_rcu()), dropping the read lock between them so
@@ -62,6 +62,8 @@
 #include <sys/types.h>
 
 #include "fs/data/data.h"
+#include "fs/warm/warm.h"
+#include "fs/watch/watch.h"
 
 #define AFS_XATTR_PREFIX "user.aheadfs."
 /* The largest value any name renders (the VFS's XATTR_SIZE_MAX). */
@@ -72,7 +74,30 @@
 /* The smallest buffer a map too big for it is scaled down to fit. */
 #define AFS_XATTR_MAP_MIN_BUF 512
 
-/* Which file a call is about. */
+/* The adapter's I/O modes of opens (fs/fuse/passthrough.h, docs/stats.md
+ * "passthrough"): its counters, defined here because the stats render them
+ * (the adapter sits above fs/stats). */
+struct afs_xattr_pt_counts {
+	uint64_t opens; /* answered with FOPEN_PASSTHROUGH */
+	uint64_t opens_cached; /* through the kernel's page cache */
+	uint64_t opens_direct; /* FOPEN_DIRECT_IO alone */
+	/* opens that asked for passthrough and went aheadfs's way: */
+	uint64_t fallback_mount; /* the mount has none */
+	uint64_t fallback_inode; /* the inode had cached opens */
+	uint64_t fallback_file; /* the kernel refused the file's backing */
+	uint64_t fallback_setid; /* a setuid/setgid file's writer */
+	uint64_t backing_files; /* backing ids registered now (a gauge) */
+};
+
+/* The adapter's passthrough as the stats show it (afs_pt_stats()). */
+struct afs_xattr_passthrough {
+	const char *mode; /* -o passthrough=; NULL: "off" */
+	const char *state; /* "on", or why not; NULL: "off" */
+	struct afs_xattr_pt_counts c;
+};
+
+/* Which file a call is about, and the mount's modules beside the data
+ * path that the root's stats show. */
 struct afs_xattr_target {
 	bool is_root; /* the mount's root directory */
 	bool is_reg; /* a regular file */
@@ -80,6 +105,9 @@ struct afs_xattr_target {
 	const struct stat *st; /* fstat of the backing inode now */
 	struct afs_fcache
 		*fc; /* regular files: attached (never NULL); else NULL */
+	const struct afs_warm *warm; /* NULL: no warm_state */
+	const struct afs_watch *watch; /* NULL: watch=off */
+	struct afs_xattr_passthrough passthrough; /* a snapshot */
 };
 
 /**

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache/base/count.h"
 #include "fs/warm/state.h"
 #include "fs/warm/warm.h"
 
@@ -33,12 +34,8 @@ struct afs_warm {
 	bool cut; /* the warm-up was cut short by afs_warm_stop() (the
 		   * thread's, read after the join) */
 	struct afs_warm_map map; /* loaded at start, the thread's */
+	struct afs_warm_counters c; /* counters (cache/base/count.h) */
 };
-
-static void count(uint64_t *c, uint64_t n)
-{
-	__atomic_add_fetch(c, n, __ATOMIC_RELAXED);
-}
 
 static uint64_t now_ns(void)
 {
@@ -190,8 +187,8 @@ static int write_atomic(const char *path, const uint8_t *buf, size_t len,
 	return 0;
 }
 
-int afs_warm_save(struct afs_ahead *a, const char *path, char *err,
-		  size_t errlen)
+int afs_warm_save(struct afs_ahead *a, const char *path,
+		  struct afs_warm_counters *counts, char *err, size_t errlen)
 {
 	struct afs_warm_enc e = {0};
 	struct afs_file_snap *s;
@@ -236,7 +233,8 @@ int afs_warm_save(struct afs_ahead *a, const char *path, char *err,
 	rc = write_atomic(path, e.buf, e.len, err, errlen);
 	free(e.buf);
 	if (!rc)
-		count(&a->warm.checkpoints, 1);
+		if (counts)
+			afs_count(&counts->checkpoints, 1);
 	return rc;
 }
 
@@ -313,7 +311,7 @@ static int load(struct afs_warm *w)
 refuse_fd:
 	close(fd);
 refuse:
-	count(&w->a->warm.refused, 1);
+	afs_count(&w->c.refused, 1);
 	w->cfg.log(LOG_WARNING,
 		   "warm_state %s refused (%s): starting cold; the next "
 		   "checkpoint replaces it",
@@ -328,14 +326,14 @@ refuse:
  * interval passes without a miss.  Return: true when stopped. */
 static bool yield_to_readers(struct afs_warm *w, uint64_t *seen)
 {
-	uint64_t m = __atomic_load_n(&w->a->demand_misses, __ATOMIC_RELAXED);
+	uint64_t m = afs_ahead_demand_misses(w->a);
 
 	while (m != *seen) {
 		*seen = m;
-		count(&w->a->warm.pauses, 1);
+		afs_count(&w->c.pauses, 1);
 		if (nap(w, AFS_WARM_YIELD_MS * 1000000ull))
 			return true;
-		m = __atomic_load_n(&w->a->demand_misses, __ATOMIC_RELAXED);
+		m = afs_ahead_demand_misses(w->a);
 	}
 	return false;
 }
@@ -345,7 +343,7 @@ static bool budget_allows(struct afs_warm *w, uint64_t bytes)
 {
 	struct cache_stats cs;
 
-	cache_stats(w->a->cache, &cs);
+	cache_stats(afs_ahead_cache(w->a), &cs);
 	return cs.used_bytes + bytes <= cs.low_bytes;
 }
 
@@ -391,7 +389,7 @@ static int warm_file(struct afs_warm *w, const struct afs_warm_file *f,
 
 	fd = reopen(w, f, &st);
 	if (fd < 0) {
-		count(&w->a->warm.skipped, 1);
+		afs_count(&w->c.skipped, 1);
 		return 0;
 	}
 	if (afs_fcache_lookup(w->a, &key, &st, &fc)) {
@@ -401,7 +399,7 @@ static int warm_file(struct afs_warm *w, const struct afs_warm_file *f,
 	if (afs_fcache_ra(fc, fd)) {
 		afs_fcache_put(fc);
 		close(fd);
-		count(&w->a->warm.skipped, 1);
+		afs_count(&w->c.skipped, 1);
 		return 0;
 	}
 	close(fd); /* ra/ reopened it */
@@ -430,7 +428,7 @@ static int warm_file(struct afs_warm *w, const struct afs_warm_file *f,
 			if (got < 0)
 				break; /* the backing's error: next file */
 			warmed += (uint64_t)got;
-			count(&w->a->warm.bytes, (uint64_t)got << PAGE_SHIFT);
+			afs_count(&w->c.bytes, (uint64_t)got << PAGE_SHIFT);
 			first += n;
 			left -= n;
 			/* At most @rate bytes a second. */
@@ -444,7 +442,7 @@ static int warm_file(struct afs_warm *w, const struct afs_warm_file *f,
 		}
 	}
 	if (warmed)
-		count(&w->a->warm.files, 1);
+		afs_count(&w->c.files, 1);
 	afs_fcache_put(fc); /* idle now, found again by its key */
 	return end;
 }
@@ -470,10 +468,9 @@ static void warm_up(struct afs_warm *w)
 			   "CAP_DAC_READ_SEARCH (a non-root daemon has it "
 			   "only if granted): files it cannot open are "
 			   "skipped");
-	seen = __atomic_load_n(&w->a->demand_misses, __ATOMIC_RELAXED);
+	seen = afs_ahead_demand_misses(w->a);
 	for (i = 0; i < w->map.nfiles; i++) {
-		if (__atomic_load_n(&w->a->warm.files, __ATOMIC_RELAXED) >=
-		    afs_ahead_idle_max(w->a))
+		if (afs_count_read(&w->c.files) >= afs_ahead_idle_max(w->a))
 			break;
 		if (warm_file(w, &w->map.files[i], &seen, rate))
 			break;
@@ -483,15 +480,10 @@ static void warm_up(struct afs_warm *w)
 		   "%llu skipped, %llu pauses",
 		   i < w->map.nfiles ? "stopped" : "done",
 		   (double)(now_ns() - t0) / 1e9,
-		   (unsigned long long)__atomic_load_n(&w->a->warm.files,
-						       __ATOMIC_RELAXED),
-		   (unsigned long long)(__atomic_load_n(&w->a->warm.bytes,
-							__ATOMIC_RELAXED) >>
-					20),
-		   (unsigned long long)__atomic_load_n(&w->a->warm.skipped,
-						       __ATOMIC_RELAXED),
-		   (unsigned long long)__atomic_load_n(&w->a->warm.pauses,
-						       __ATOMIC_RELAXED));
+		   (unsigned long long)afs_count_read(&w->c.files),
+		   (unsigned long long)(afs_count_read(&w->c.bytes) >> 20),
+		   (unsigned long long)afs_count_read(&w->c.skipped),
+		   (unsigned long long)afs_count_read(&w->c.pauses));
 	afs_warm_map_free(&w->map);
 }
 
@@ -499,7 +491,7 @@ static void checkpoint(struct afs_warm *w)
 {
 	char err[256 + PATH_MAX];
 
-	if (afs_warm_save(w->a, w->path, err, sizeof(err)))
+	if (afs_warm_save(w->a, w->path, &w->c, err, sizeof(err)))
 		w->cfg.log(LOG_WARNING, "warm_state checkpoint: %s", err);
 }
 
@@ -512,7 +504,7 @@ static void *warm_thread(void *arg)
 	cache_thread_online();
 	if (w->map.nfiles)
 		warm_up(w);
-	__atomic_store_n(&w->a->warm.pending, 0, __ATOMIC_RELAXED);
+	afs_count_set(&w->c.pending, 0);
 	while (!nap(w, interval * 1000000000ull))
 		checkpoint(w);
 	return NULL;
@@ -540,10 +532,10 @@ int afs_warm_start(struct afs_ahead *a, const struct afs_warm_config *cfg,
 	pthread_cond_init(&w->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	if (!load(w))
-		__atomic_store_n(&a->warm.pending, 1, __ATOMIC_RELAXED);
+		afs_count_set(&w->c.pending, 1);
 	rc = -pthread_create(&w->thread, NULL, warm_thread, w);
 	if (rc) {
-		__atomic_store_n(&a->warm.pending, 0, __ATOMIC_RELAXED);
+		afs_count_set(&w->c.pending, 0);
 		afs_warm_map_free(&w->map);
 		pthread_cond_destroy(&w->cond);
 		pthread_mutex_destroy(&w->lock);
@@ -553,6 +545,20 @@ int afs_warm_start(struct afs_ahead *a, const struct afs_warm_config *cfg,
 	}
 	*out = w;
 	return 0;
+}
+
+void afs_warm_stats(const struct afs_warm *w, struct afs_warm_counters *out)
+{
+	*out = (struct afs_warm_counters){0};
+	if (!w)
+		return;
+	out->files = afs_count_read(&w->c.files);
+	out->skipped = afs_count_read(&w->c.skipped);
+	out->bytes = afs_count_read(&w->c.bytes);
+	out->pauses = afs_count_read(&w->c.pauses);
+	out->pending = afs_count_read(&w->c.pending);
+	out->checkpoints = afs_count_read(&w->c.checkpoints);
+	out->refused = afs_count_read(&w->c.refused);
 }
 
 void afs_warm_stop(struct afs_warm *w)

@@ -40,8 +40,8 @@
  * Concurrency: afs_warm_start() and afs_warm_stop() run on the daemon's
  * main thread; the module's thread is the only other user of struct
  * afs_warm (w->lock guards w->stop, the condition variable wakes its
- * sleeps).  It calls the data path as any serving thread does.  Counters
- * are the data path's a->warm (atomics).
+ * sleeps).  It calls the data path as any serving thread does.  Its
+ * counters are cache/base/count.h's, read with afs_warm_stats().
  */
 #ifndef AFS_WARM_H
 #define AFS_WARM_H
@@ -81,6 +81,23 @@ struct afs_warm_config {
 
 struct afs_warm;
 
+/** struct afs_warm_counters - What warm restart did (docs/stats.md "warm"). */
+struct afs_warm_counters {
+	uint64_t files; /* files whose saved ranges were read back */
+	uint64_t skipped; /* saved files changed or gone */
+	uint64_t bytes; /* bytes read back */
+	uint64_t pauses; /* times the warm-up yielded to readers */
+	uint64_t pending; /* 1 while a warm-up is running */
+	uint64_t checkpoints; /* state files written */
+	uint64_t refused; /* state files refused as malformed */
+};
+
+/**
+ * afs_warm_stats() - @w's counters now (zeros for @w NULL: no warm_state).
+ * Context: Any thread; relaxed loads.
+ */
+void afs_warm_stats(const struct afs_warm *w, struct afs_warm_counters *out);
+
 /**
  * afs_warm_start() - Load the state file and start the thread: warm-up,
  * then checkpoints.  A missing or refused state file is no error (cold).
@@ -101,12 +118,13 @@ void afs_warm_stop(struct afs_warm *w);
 
 /**
  * afs_warm_save() - Write @a's map to @path now (atomically, 0600).
+ * @counts: Where a checkpoint written is counted (NULL: nowhere).
  * @err: One line on failure.
  * Context: Online thread; takes a->files_lock briefly, walks the mappings
  * under RCU, writes and fsyncs the file.
  * Return: 0, or -errno (nothing replaced).
  */
-int afs_warm_save(struct afs_ahead *a, const char *path, char *err,
-		  size_t errlen);
+int afs_warm_save(struct afs_ahead *a, const char *path,
+		  struct afs_warm_counters *counts, char *err, size_t errlen);
 
 #endif /* AFS_WARM_H */

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache/base/count.h"
 #include "fs/fhandle/fhandle.h"
 
 #define FAN_EVENTS                                                             \
@@ -63,7 +64,7 @@ struct afs_watch {
 	bool started;
 	const struct afs_watch_ops *ops;
 	void *ctx;
-	struct afs_watch_counts *c;
+	struct afs_watch_counts c; /* counters (cache/base/count.h) */
 	pid_t self;
 	/* fanotify: the marked filesystem */
 	dev_t dev;
@@ -77,19 +78,14 @@ struct afs_watch {
 	char buf[EVENT_BUF] __attribute__((aligned(8))); /* the thread's */
 };
 
-static void count(uint64_t *c)
-{
-	__atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
-}
-
 static void count_result(struct afs_watch *w, enum afs_watch_result r)
 {
 	if (r == AFS_WATCH_DROPPED)
-		count(&w->c->invalidated);
+		afs_count(&w->c.invalidated, 1);
 	else if (r == AFS_WATCH_SAME)
-		count(&w->c->ignored_own);
+		afs_count(&w->c.ignored_own, 1);
 	else
-		count(&w->c->ignored_unknown);
+		afs_count(&w->c.ignored_unknown, 1);
 }
 
 static enum afs_watch_result worse(enum afs_watch_result a,
@@ -180,14 +176,14 @@ static void fan_event(struct afs_watch *w, const char *ev,
 	struct afs_watch_id id;
 	const char *name = NULL;
 
-	count(&w->c->events);
+	afs_count(&w->c.events, 1);
 	if (m->mask & FAN_Q_OVERFLOW) {
-		count(&w->c->overflows);
+		afs_count(&w->c.overflows, 1);
 		w->ops->overflow(w->ctx);
 		return;
 	}
 	if (m->pid == w->self) {
-		count(&w->c->ignored_own);
+		afs_count(&w->c.ignored_own, 1);
 		return;
 	}
 	while (p + sizeof(struct fanotify_event_info_header) <= end) {
@@ -412,9 +408,9 @@ static void ino_event(struct afs_watch *w, const struct inotify_event *ev)
 	struct stat st;
 	struct wdir *d;
 
-	count(&w->c->events);
+	afs_count(&w->c.events, 1);
 	if (ev->mask & IN_Q_OVERFLOW) {
-		count(&w->c->overflows);
+		afs_count(&w->c.overflows, 1);
 		w->ops->overflow(w->ctx);
 		/* Directories made meanwhile were never added: walk again. */
 		w->scan++;
@@ -423,12 +419,12 @@ static void ino_event(struct afs_watch *w, const struct inotify_event *ev)
 	}
 	if (ev->mask & IN_IGNORED) { /* the directory is gone */
 		dir_forget(w, ev->wd);
-		count(&w->c->ignored_unknown);
+		afs_count(&w->c.ignored_unknown, 1);
 		return;
 	}
 	d = dir_find(w, ev->wd);
 	if (!d) {
-		count(&w->c->ignored_unknown);
+		afs_count(&w->c.ignored_unknown, 1);
 		return;
 	}
 	id.dev = d->dev;
@@ -604,14 +600,25 @@ const char *afs_watch_backend(const struct afs_watch *w)
 	return w->mode == AFS_WATCH_FANOTIFY ? "fanotify" : "inotify";
 }
 
-int afs_watch_start(struct afs_watch *w, struct afs_watch_counts *counts,
-		    const struct afs_watch_ops *ops, void *ctx)
+void afs_watch_stats(const struct afs_watch *w, struct afs_watch_counts *out)
+{
+	*out = (struct afs_watch_counts){.mode = afs_watch_backend(w)};
+	if (!w)
+		return;
+	out->events = afs_count_read(&w->c.events);
+	out->ignored_own = afs_count_read(&w->c.ignored_own);
+	out->ignored_unknown = afs_count_read(&w->c.ignored_unknown);
+	out->invalidated = afs_count_read(&w->c.invalidated);
+	out->overflows = afs_count_read(&w->c.overflows);
+}
+
+int afs_watch_start(struct afs_watch *w, const struct afs_watch_ops *ops,
+		    void *ctx)
 {
 	int rc;
 
 	if (!w)
 		return 0;
-	w->c = counts;
 	w->ops = ops;
 	w->ctx = ctx;
 	w->self = getpid();

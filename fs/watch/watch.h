@@ -5,9 +5,9 @@
  * Owns: one notification descriptor on the backing (fanotify or inotify),
  * what it needs to read events (inotify: one watch per directory of
  * SOURCE's tree and an O_PATH fd on each), and one thread that reads the
- * events, counts them (struct afs_watch_counts, kept in the mount's data
- * path state, fs/data/data.h, where its stats read them) and hands each to
- * the adapter's callbacks (struct afs_watch_ops).  It knows neither FUSE nor the caches: it turns an
+ * events, counts them (struct afs_watch_counts, read by the stats with
+ * afs_watch_stats()) and hands each to the adapter's callbacks (struct
+ * afs_watch_ops).  It knows neither FUSE nor the caches: it turns an
  * event into a backing identity (device, inode number, generation) or a
  * name in a directory, and the adapter maps those to what it knows -- its
  * data path state (afs_fcache_find() + afs_fcache_outside()) and its node
@@ -132,13 +132,33 @@ int afs_watch_open(enum afs_watch_mode mode, const char *source,
 const char *afs_watch_backend(const struct afs_watch *w);
 
 /**
- * afs_watch_start() - Start the thread that reads events, counts them in
- * @counts (the mount's, fs/data/data.h) and calls @ops.
+ * struct afs_watch_counts - What the watcher did (docs/stats.md "watch").
+ */
+struct afs_watch_counts {
+	const char
+		*mode; /* afs_watch_backend(): "fanotify", "inotify", "off" */
+	uint64_t events; /* events read from the notification queue */
+	uint64_t ignored_own; /* the daemon's own changes */
+	uint64_t ignored_unknown; /* files and names aheadfs does not know */
+	uint64_t invalidated; /* files and names dropped (both caches) */
+	uint64_t overflows; /* queue overflows: everything dropped */
+};
+
+/**
+ * afs_watch_stats() - @w's backend and counters now (zeros and "off" for
+ * @w NULL).
+ * Context: Any thread; relaxed loads.
+ */
+void afs_watch_stats(const struct afs_watch *w, struct afs_watch_counts *out);
+
+/**
+ * afs_watch_start() - Start the thread that reads events, counts them
+ * (afs_watch_stats()) and calls @ops.
  * Context: After the fork into the background; before serving.
  * Return: 0 or the thread creation's -errno.
  */
-int afs_watch_start(struct afs_watch *w, struct afs_watch_counts *counts,
-		    const struct afs_watch_ops *ops, void *ctx);
+int afs_watch_start(struct afs_watch *w, const struct afs_watch_ops *ops,
+		    void *ctx);
 
 /**
  * afs_watch_close() - Stop the thread (if started) and free @w.

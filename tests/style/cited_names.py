@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """cited_names.py - every function a comment or a document names exists.
 
-A name written as `name()` in a comment of the C sources (debug/, cache/,
+A name written as `name()` in a comment of the C sources (cache/,
 ra/, fs/, tests/) or in the documentation (README.md, docs/*.md, docs/*.1)
 must be an identifier of the tree's code (a function, a macro, a shell
 function of the tests) or one of the outside names below (libc, libfuse,
-liburcu, the kernel).  A path written as debug/..., cache/..., ra/...,
+liburcu, the kernel).  A path written as cache/..., ra/...,
 fs/..., tests/..., docs/... must exist.  A function that is renamed or removed fails this test until
 every comment and document that cites it is fixed.
 
@@ -30,13 +30,13 @@ OUTSIDE = set("""
     radix_tree_prev_hole
 """.split())
 
-C_DIRS = ("debug", "cache", "ra", "fs", "tests")
+C_DIRS = ("cache", "ra", "fs", "tests")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # name() -- or _tail() after one in the same file, short for that name
 # with its tail replaced: "fanotify_init()/_mark()", "afs_itable_get()/
 # _insert()".
 CITED = re.compile(r"(?<![\w.>-])([A-Za-z_][A-Za-z0-9_]*)\(\)")
-PATH = re.compile(r"(?<![\w./-])((?:debug|cache|ra|fs|tests|docs)/[A-Za-z0-9_./-]*"
+PATH = re.compile(r"(?<![\w./-])((?:cache|ra|fs|tests|docs)/[A-Za-z0-9_./-]*"
                   r"(?:\{[a-z,]+\}|[A-Za-z0-9_]))")
 # struct afs_..., struct cache_..., struct ra_...: the project's own types.
 STRUCT = re.compile(r"\bstruct\s+((?:afs|cache|ra)_[A-Za-z0-9_]+)")

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "cache/cache.h"
-#include "fs/data/data.h"
+#include "data_internal.h"
 #include "file_fixture.h"
 
 #define KIB 1024u

@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "cgroup.h"
-#include "fs/data/data.h"
+#include "data_internal.h"
 #include "fs/data/pressure.h"
 
 #define MIB (1ull << 20)
@@ -174,22 +174,6 @@ static void default_size(void **state)
 			 ram / 8);
 }
 
-/* The kernel's readahead on the mount: one 512 KiB request without a
- * limit; under one, its 512th (64 MiB: 128 KiB, 256 MiB: 512 KiB), never
- * below the kernel's 128 KiB default, a whole number of pages. */
-static void mount_readahead(void **state)
-{
-	(void)state;
-	assert_int_equal(afs_mount_readahead(0), 512 * 1024);
-	assert_int_equal(afs_mount_readahead(64 * MIB), 128 * 1024);
-	assert_int_equal(afs_mount_readahead(128 * MIB), 256 * 1024);
-	assert_int_equal(afs_mount_readahead(256 * MIB), 512 * 1024);
-	assert_int_equal(afs_mount_readahead(16 * 1024 * MIB), 512 * 1024);
-	assert_int_equal(afs_mount_readahead(16 * MIB), 128 * 1024);
-	assert_int_equal(afs_mount_readahead(100 * MIB + 12345) % 4096, 0);
-	assert_true(afs_mount_readahead(100 * MIB + 12345) > 128 * 1024);
-}
-
 static void usage_v1_v2(void **state)
 {
 	char dir[4096];
@@ -277,7 +261,6 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(malformed, setup, teardown),
 		cmocka_unit_test(default_size),
-		cmocka_unit_test(mount_readahead),
 		cmocka_unit_test_setup_teardown(usage_v1_v2, setup, teardown),
 		cmocka_unit_test(pressure_decisions),
 	};

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "cache/cache.h"
-#include "fs/data/data.h"
+#include "data_internal.h"
 #include "ra/ra.h"
 
 #define PAGE 4096u

@@ -43,6 +43,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "data_internal.h"
 #include "../read_check.h"
 
 #define PAGE 4096u

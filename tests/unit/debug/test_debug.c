@@ -1,4 +1,4 @@
-/* test_debug.c - the debug-build checks of debug/debug.h: each passes where
+/* test_debug.c - the debug-build checks of cache/base/debug.h: each passes where
  * its rule holds and aborts where it is broken (a mutex not held, or held
  * by another thread; outside or inside an RCU read-side section).  Each
  * breach runs in a child process, whose death by SIGABRT is the pass.  In a
@@ -17,7 +17,7 @@
 #include <urcu.h>
 #include <cmocka.h>
 
-#include "debug/debug.h"
+#include "cache/base/debug.h"
 
 #ifdef AHEADFS_DEBUG
 #define BREACH_KILLS true

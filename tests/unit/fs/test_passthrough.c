@@ -305,9 +305,12 @@ static void test_init_out(void **state)
  * on aheadfs's path) and in the stats, and undone at release; a
  * mount that never negotiated counts them as its own fallbacks; a
  * registration the kernel refuses (here: no /dev/fuse) marks the file. */
+/* The stats' view of @pt now (afs_pt_stats() into @c). */
+#define PT(c) (afs_pt_stats(&pt, &(c)), (c))
+
 static void test_open_release_fallbacks(void **state)
 {
-	struct afs_passthrough_counts c = {0};
+	struct afs_xattr_passthrough c = {0};
 	struct afs_inode *i = calloc(1, sizeof(*i));
 	struct afs_pt pt;
 	struct afs_pt_open o;
@@ -318,9 +321,9 @@ static void test_open_release_fallbacks(void **state)
 	assert_non_null(i);
 	i->nodeid = 42;
 	afs_pt_init(&pt, AFS_PASSTHROUGH_WRITES);
-	afs_pt_attach(&pt, -1, &c);
-	assert_string_equal(c.mode, "writes");
-	assert_string_equal(c.state, "off");
+	afs_pt_attach(&pt, -1);
+	assert_string_equal(PT(c).mode, "writes");
+	assert_string_equal(PT(c).state, "off");
 
 	afs_pt_open(&pt, i, -1, &rd, &o); /* a reader */
 	assert_int_equal(o.io, AFS_IO_CACHED);
@@ -328,37 +331,37 @@ static void test_open_release_fallbacks(void **state)
 	afs_pt_open(&pt, i, -1, &wr, &o); /* not negotiated */
 	assert_int_equal(o.io, AFS_IO_DIRECT);
 	assert_int_equal(o.backing_id, 0);
-	assert_int_equal(c.fallback_mount, 1);
+	assert_int_equal(PT(c).c.fallback_mount, 1);
 
 	afs_pt_want(&pt, false, false);
-	assert_string_equal(c.state, "asked");
+	assert_string_equal(PT(c).state, "asked");
 	pt.state = AFS_PT_ON; /* as afs_pt_init_reply() sets it */
 	afs_pt_open(&pt, i, -1, &wr, &o); /* the reader is still open */
 	assert_int_equal(o.io, AFS_IO_DIRECT);
-	assert_int_equal(c.fallback_inode, 1);
+	assert_int_equal(PT(c).c.fallback_inode, 1);
 	afs_pt_release(&pt, i, AFS_IO_CACHED, false, -1);
 	assert_int_equal(i->pt.ours, 2); /* the writers are, too */
 	afs_pt_open(&pt, i, -1, &wr, &o);
-	assert_int_equal(c.fallback_inode, 2);
+	assert_int_equal(PT(c).c.fallback_inode, 2);
 	for (int k = 0; k < 3; k++)
 		afs_pt_release(&pt, i, AFS_IO_DIRECT, true, -1);
 	assert_int_equal(i->pt.ours, 0);
 	afs_pt_open(&pt, i, -1, &wr, &o); /* the kernel refuses (EBADF) */
 	assert_int_equal(o.io, AFS_IO_DIRECT);
 	assert_true(i->pt.refused);
-	assert_int_equal(c.fallback_file, 1);
+	assert_int_equal(PT(c).c.fallback_file, 1);
 	afs_pt_release(&pt, i, AFS_IO_DIRECT, true, -1);
 	afs_pt_open(&pt, i, -1, &wr, &o); /* not asked again */
-	assert_int_equal(c.fallback_file, 2);
-	assert_int_equal(c.opens, 0);
-	assert_int_equal(c.opens_direct, 5);
-	assert_int_equal(c.opens_cached, 1);
-	assert_int_equal(c.backing_files, 0);
+	assert_int_equal(PT(c).c.fallback_file, 2);
+	assert_int_equal(PT(c).c.opens, 0);
+	assert_int_equal(PT(c).c.opens_direct, 5);
+	assert_int_equal(PT(c).c.opens_cached, 1);
+	assert_int_equal(PT(c).c.backing_files, 0);
 	assert_int_equal(i->pt.passthrough, 0);
 	assert_int_equal(i->pt.writers, 0);
 
 	afs_pt_want(&pt, true, false); /* the writeback cache */
-	assert_string_equal(c.state, "writeback");
+	assert_string_equal(PT(c).state, "writeback");
 	afs_pt_destroy(&pt);
 	free(i);
 }

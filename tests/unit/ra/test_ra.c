@@ -94,10 +94,10 @@ static int setup_with(void **state, uint64_t size, const struct ra_config *rc,
 	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
 	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->fc), 0);
 	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
-	fx->c = fx->a->cache;
-	fx->e = fx->a->ra;
-	fx->m = fx->fc->map;
-	fx->f = fx->fc->raf;
+	fx->c = afs_ahead_cache(fx->a);
+	fx->e = afs_ahead_engine(fx->a);
+	fx->m = afs_fcache_map(fx->fc);
+	fx->f = afs_fcache_ra_file(fx->fc);
 	*state = fx;
 	return 0;
 }

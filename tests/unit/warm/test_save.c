@@ -36,6 +36,7 @@ static void fill(struct cache_mapping *m, uint64_t first, uint64_t n)
 static void test_save_runs_and_history(void **state)
 {
 	struct afs_ahead_config cfg;
+	struct afs_warm_counters counts = {0};
 	struct stat st = {.st_size = 40 * 4096 + 10,
 			  .st_mtim = {.tv_sec = 1700000000, .tv_nsec = 42},
 			  .st_ctim = {.tv_sec = 1700000001, .tv_nsec = 43}};
@@ -62,22 +63,24 @@ static void test_save_runs_and_history(void **state)
 	assert_int_equal(afs_ahead_create(&cfg, &a, err, sizeof(err)), 0);
 	assert_int_equal(afs_fcache_lookup(a, &k1, &st, &f1), 0);
 	assert_int_equal(afs_fcache_lookup(a, &k2, &st, &f2), 0);
-	fill(f1->map, 0, 4);
-	fill(f1->map, 10, 3);
-	fill(f1->map, 20, 6);
+	fill(afs_fcache_map(f1), 0, 4);
+	fill(afs_fcache_map(f1), 10, 3);
+	fill(afs_fcache_map(f1), 20, 6);
 	/* pages the kernel took a copy of: history, still hot */
-	assert_int_equal(cache_page_drop_to_history(f1->map, 20, 25), 6);
-	fill(f1->map, 26, 2); /* data right after history: one run */
-	fill(f1->map, 32, 3); /* history alone: a run of its own */
-	assert_int_equal(cache_page_drop_to_history(f1->map, 32, 34), 3);
-	fill(f2->map, 40, 1); /* the last page of the file */
+	assert_int_equal(cache_page_drop_to_history(afs_fcache_map(f1), 20, 25),
+			 6);
+	fill(afs_fcache_map(f1), 26, 2); /* data right after history: one run */
+	fill(afs_fcache_map(f1), 32, 3); /* history alone: a run of its own */
+	assert_int_equal(cache_page_drop_to_history(afs_fcache_map(f1), 32, 34),
+			 3);
+	fill(afs_fcache_map(f2), 40, 1); /* the last page of the file */
 	afs_fcache_put(f2); /* idle: saved too */
 
-	assert_int_equal(afs_warm_save(a, path, err, sizeof(err)), 0);
+	assert_int_equal(afs_warm_save(a, path, &counts, err, sizeof(err)), 0);
 	assert_int_equal(access(tmp, F_OK), -1);
 	assert_int_equal(stat(path, &fs), 0);
 	assert_int_equal(fs.st_mode & 0777, 0600);
-	assert_int_equal(a->warm.checkpoints, 1);
+	assert_int_equal(counts.checkpoints, 1);
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
 	buf = malloc((size_t)fs.st_size);
@@ -115,7 +118,7 @@ static void test_save_runs_and_history(void **state)
 	/* Saved again over the old file: replaced whole. */
 	afs_fcache_put(f1);
 	assert_int_equal(afs_ahead_drop_idle(a), 2);
-	assert_int_equal(afs_warm_save(a, path, err, sizeof(err)), 0);
+	assert_int_equal(afs_warm_save(a, path, NULL, err, sizeof(err)), 0);
 	assert_int_equal(stat(path, &fs), 0);
 	assert_int_equal(fs.st_size, AFS_WARM_HDR_LEN);
 	afs_ahead_destroy(a);

@@ -127,7 +127,7 @@ static void test_ra_max_same_grammar(void **state)
 				 sizes[i], cmd, set);
 		if (cmd)
 			continue;
-		ra_engine_tuning(fx->a->ra, &t);
+		ra_engine_tuning(afs_ahead_engine(fx->a), &t);
 		if (t.max_bytes != o.ahead.ra.max_bytes)
 			fail_msg("ra_max '%s': command line %" PRIu64
 				 ", setxattr %" PRIu64,
@@ -161,7 +161,7 @@ static void test_words_same_names(void **state)
 					 settings[n], words[i], cmd, set);
 			if (cmd)
 				continue;
-			ra_engine_tuning(fx->a->ra, &t);
+			ra_engine_tuning(afs_ahead_engine(fx->a), &t);
 			if (n == 0)
 				assert_int_equal(t.context, o.ahead.ra.context);
 			else

@@ -95,10 +95,10 @@ static int setup(void **state)
 	cfg.ra.workers = 2;
 	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
 	fx->fc = new_file(fx, 0);
-	fx->c = fx->a->cache;
-	fx->e = fx->a->ra;
-	fx->m = fx->fc->map;
-	fx->f = fx->fc->raf;
+	fx->c = afs_ahead_cache(fx->a);
+	fx->e = afs_ahead_engine(fx->a);
+	fx->m = afs_fcache_map(fx->fc);
+	fx->f = afs_fcache_ra_file(fx->fc);
 	*state = fx;
 	return 0;
 }
@@ -212,8 +212,9 @@ static void test_fields_and_files(void **state)
 	t.max_bytes = 0;
 	assert_int_equal(ra_engine_tune(fx->e, &t, RA_TUNE_MAX), 0);
 	fc2 = new_file(fx, 1);
-	assert_int_equal(max_window(fc2->raf), max_window(fx->f));
-	assert_true(max_window(fc2->raf) >= 256);
+	assert_int_equal(max_window(afs_fcache_ra_file(fc2)),
+			 max_window(fx->f));
+	assert_true(max_window(afs_fcache_ra_file(fc2)) >= 256);
 	afs_fcache_put(fc2);
 }
 
