@@ -21,11 +21,11 @@
  *                               (fs/data/data.h)
  *   one request at a time       a struct afs_dir (the kernel serialises
  *                               readdir per open directory)
- *   the caller's reference      a struct afs_inode's fields that this
- *                               header's functions set once with a
- *                               compare-and-swap: io_fd (afs_inode_io_fd()),
- *                               ro_fd, fc (afs_inode_fcache()); then read
- *                               with acquire loads
+ *   set once (compare-and-swap) a struct afs_inode's io_fd
+ *   by whoever comes first,     (afs_inode_io_fd()), ro_fd (ops_open.c)
+ *   then acquire loads          and fc (afs_inode_fcache()), by any
+ *                               request holding a reference on it; the
+ *                               loser closes or puts its own
  * Nothing here is read under RCU.
  */
 #ifndef AFS_FUSE_INTERNAL_H
