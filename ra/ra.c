@@ -37,7 +37,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
-#include "debug/debug.h"
+#include "cache/base/debug.h"
 #include "backing.h"
 #include "decide.h"
 #include "geometry.h"

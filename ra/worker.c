@@ -26,7 +26,7 @@
  */
 #include "worker.h"
 
-#include "debug/debug.h"
+#include "cache/base/debug.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -15,7 +15,7 @@
  * server.  aheadfs does that clearing the backing's way already: writes,
  * fallocate and copy_file_range of a file with either bit run as the
  * caller (ops_io.c kill_privs_as_caller()), truncates and chowns run as
- * the caller (ops_entry.c afs_op_setattr()), an O_TRUNC open as the
+ * the caller (ops_attr.c afs_op_setattr()), an O_TRUNC open as the
  * caller, and the backing removes a capability on any write -- exactly
  * what the same call on the backing clears (tests/integration/killpriv.sh
  * compares every case).  libfuse 3.14 passes neither the WRITE's

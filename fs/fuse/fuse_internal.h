@@ -3,6 +3,30 @@
  *
  * struct afs_fs is the session's user data: configuration fixed at start
  * and the inode table.  See daemon.h for the threading model.
+ *
+ * Locking (who guards what of the structs below):
+ *   fs->open_lock (a leaf)      fs->open_list and every struct afs_open's
+ *                               links: afs_open_add(), afs_open_release()
+ *   __atomic, no lock           fs->writeback, fs->wronly_direct,
+ *                               fs->splice_min, fs->splice_max (stored by
+ *                               afs_op_init()), fs->bdi_tuned
+ *   set before serving, then    fs->ahead, fs->warm, fs->se, fs->opts,
+ *   read-only                   fs->as_root, fs->default_permissions, the
+ *                               timeouts; fs->notifier (NULL again after)
+ *   its own locks               fs->itable (inode.h), fs->pt
+ *                               (passthrough.h)
+ *   set before the OPEN reply,  a struct afs_file's fields, read by every
+ *   then read-only              request on the open at once; its handle's
+ *                               readahead state is the data path's
+ *                               (fs/data/data.h)
+ *   one request at a time       a struct afs_dir (the kernel serialises
+ *                               readdir per open directory)
+ *   set once (compare-and-swap) a struct afs_inode's io_fd
+ *   by whoever comes first,     (afs_inode_io_fd()), ro_fd (ops_open.c)
+ *   then acquire loads          and fc (afs_inode_fcache()), by any
+ *                               request holding a reference on it; the
+ *                               loser closes or puts its own
+ * Nothing here is read under RCU.
  */
 #ifndef AFS_FUSE_INTERNAL_H
 #define AFS_FUSE_INTERNAL_H
@@ -24,7 +48,7 @@
 
 #define AFS_MAX_BACKGROUND 64 /* the kernel's background requests */
 /* The oldest protocol (kernel) write-only opens go direct_io on
- * (-o wronly_io=direct, ops_entry.c afs_op_init()). */
+ * (-o wronly_io=direct, ops_init.c afs_op_init()). */
 #define AFS_WRONLY_DIRECT_MINOR 45
 
 struct afs_ahead;
@@ -52,7 +76,7 @@ struct afs_fs {
 	bool bdi_tuned; /* __atomic: afs_tune_bdi_once() ran */
 	bool writeback; /* __atomic: the kernel's writeback cache is on */
 	/* __atomic: write-only opens get FOPEN_DIRECT_IO (-o wronly_io=,
-	 * ops_io.c finish_open()) */
+	 * ops_open.c finish_open()) */
 	bool wronly_direct;
 	/* __atomic, set at init: reads the backing's page cache holds whole
 	 * are spliced into the reply from splice_min (libfuse copies shorter
@@ -191,6 +215,49 @@ int afs_lookup_entry(struct afs_fs *fs, fuse_req_t caller,
 int afs_entry_from_fd(struct afs_fs *fs, int fd, struct fuse_entry_param *e);
 
 /**
+ * afs_fill_entry() - Fill @e for inode @i with attributes @st (as the
+ * backing has them: st_ino is made the shown one).  A regular file's
+ * identity is taken from @st by its first entry reply and compared with it
+ * by later ones (afs_tell_changes()).
+ *
+ * Context: Serving thread; the caller holds a reference on @i and counted
+ * the entry's kernel lookup; may take the data path's table lock.
+ */
+void afs_fill_entry(struct afs_fs *fs, struct afs_inode *i,
+		    const struct stat *st, struct fuse_entry_param *e);
+
+/**
+ * afs_reply_entry() - Reply @e to @req; a reply the kernel refuses (the
+ * request was interrupted) counts no lookup: the one counted for it is
+ * taken back.
+ *
+ * Context: Serving thread; takes the table lock on refusal.
+ */
+void afs_reply_entry(fuse_req_t req, struct fuse_entry_param *e);
+
+/**
+ * afs_tell_changes() - Under opens=none, tell the kernel that its
+ * attributes and pages of @i are stale when the count of changes behind
+ * the mount of @fc (@i's) moved since it was last told (LOOKUP and
+ * GETATTR; otherwise an open does, ops_open.c finish_open()).
+ *
+ * Context: Serving thread; one atomic exchange of i->changes_told; sends
+ * a notification, with no lock held.
+ */
+void afs_tell_changes(struct afs_fs *fs, struct afs_inode *i,
+		      struct afs_fcache *fc);
+
+/* Whether the backing may clear setuid/setgid on what @req does as its
+ * caller (a write, truncate or chown by anyone but root, under a root
+ * daemon that switched to the caller's ids): then the kernel's cached mode
+ * may be left stale, since with handle_killpriv_v2 (devio.c) no SETATTR of
+ * the kernel's own carries the new mode back. */
+static inline bool afs_kill_privs_possible(fuse_req_t req)
+{
+	return afs_req_fs(req)->as_root && fuse_req_ctx(req)->uid != 0;
+}
+
+/**
  * afs_inode_fcache() - The data path state of regular file @inode, created
  * by the first call with the identity @st (fstat of the backing, st_ino
  * as the backing has it; NULL: fstat'ed here).
@@ -204,7 +271,7 @@ struct afs_fcache *afs_inode_fcache(struct afs_fs *fs, struct afs_inode *inode,
 				    const struct stat *st);
 
 /* Operations, by file. */
-/* ops_entry.c */
+/* ops_init.c */
 void afs_op_init(void *userdata, struct fuse_conn_info *conn);
 
 /**
@@ -215,13 +282,18 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn);
  * Return: 0, or a negative errno.
  */
 int afs_devio_install(struct fuse_session *se);
+/* ops_entry.c */
 void afs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void afs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void afs_op_forget_multi(fuse_req_t req, size_t count,
 			 struct fuse_forget_data *forgets);
+/* ops_attr.c */
 void afs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		    int valid, struct fuse_file_info *fi);
+void afs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void afs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
+/* ops_name.c */
 void afs_op_readlink(fuse_req_t req, fuse_ino_t ino);
 void afs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  mode_t mode, dev_t rdev);
@@ -236,8 +308,6 @@ void afs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void afs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   fuse_ino_t newparent, const char *newname,
 		   unsigned int flags);
-void afs_op_statfs(fuse_req_t req, fuse_ino_t ino);
-void afs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
 /* ops_dir.c */
 void afs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void afs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -248,16 +318,17 @@ void afs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi);
 void afs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi);
-/* ops_io.c */
+/* ops_open.c */
 void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void afs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   mode_t mode, struct fuse_file_info *fi);
+void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void afs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* ops_io.c */
 void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi);
 void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		      off_t off, struct fuse_file_info *fi);
-void afs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void afs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void afs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		  struct fuse_file_info *fi);
 void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,

@@ -88,7 +88,7 @@ struct afs_inode {
 	int io_fd;
 	int io_wr_err;
 	/* The daemon's own read-only descriptor of a regular file, shared by
-	 * plain read-only opens (ops_io.c share_ro()): -1 until the first one
+	 * plain read-only opens (ops_open.c share_ro()): -1 until the first one
 	 * (set once, __atomic), closed with the entry. */
 	int ro_fd;
 	bool pinned; /* the root: never freed by forget */

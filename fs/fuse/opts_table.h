@@ -2,7 +2,12 @@
  * option parser (opts.c) and --help: one row per -o option, parsed and
  * documented from the same row.  Defaults are not in the rows: they are the
  * fields of a struct afs_opts fresh from afs_opts_init(), or, where the
- * field holds 0 (ZERO_AUTO) or nothing, the row's doc says it. */
+ * field holds 0 (ZERO_AUTO) or nothing, the row's doc says it.
+ *
+ * Concurrency: the table is a constant array; afs_opt_find() and
+ * afs_opt_size_text() (into the caller's buffer) keep no state, so any
+ * thread may call them, though only option parsing and --help do.
+ */
 #ifndef AFS_OPTS_TABLE_H
 #define AFS_OPTS_TABLE_H
 

@@ -54,7 +54,7 @@
  * O_DIRECT open that joined it) go around the cache (afs_pt_writing()); its
  * cached pages are dropped, and
  * its identity taken again, when the first passthrough writer opens and
- * when the last one closes (ops_io.c).  The kernel's page cache of the
+ * when the last one closes (ops_open.c).  The kernel's page cache of the
  * inode is dropped by the kernel at every passthrough open (no
  * FOPEN_KEEP_CACHE) and cannot fill while the inode is passthrough (no
  * cached opens).
@@ -250,7 +250,7 @@ void afs_pt_stats(const struct afs_pt *pt, struct afs_xattr_passthrough *out);
 void afs_pt_detach(struct afs_pt *pt);
 
 /**
- * afs_pt_want() - INIT is being answered (ops_entry.c afs_op_init()):
+ * afs_pt_want() - INIT is being answered (ops_init.c afs_op_init()):
  * whether to ask for passthrough, from the policy, @writeback (the
  * kernel's writeback cache is taken) and @opens_none (-o opens=none).  A
  * reason not to is logged once and becomes the state.

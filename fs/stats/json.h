@@ -6,7 +6,9 @@
  * integers that fit, as int64 too (counters up to 2^63).  Strings are
  * decoded (escapes, \uXXXX to UTF-8); object member order is kept.
  *
- * Not thread-safe per tree; separate trees are independent.
+ * Concurrency: no lock and no global state.  A document belongs to one
+ * thread at a time (json_parse() builds it, json_doc_free() frees it;
+ * lookups only read); separate documents are independent.
  */
 #ifndef AHEADFS_JSON_H
 #define AHEADFS_JSON_H

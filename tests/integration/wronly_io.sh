@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # wronly_io.sh - write-only opens around the kernel's page cache
-# (-o wronly_io=direct, the default in write-through mode; ops_io.c
+# (-o wronly_io=direct, the default in write-through mode; ops_open.c
 # finish_open()), over a real ext4 volume, the mount's page cache read
 # with cachestat(2):
 #   - 32 MiB written through a write-only open leave (almost) nothing in
@@ -14,10 +14,10 @@
 #     in a loop and every backing write is held 20 ms (the fault shim): the
 #     old bytes the loop finds meanwhile are gone once the write returns
 #     (the kernel's doing, on the protocols wronly_io=direct is used on:
-#     ops_entry.c afs_op_init());
+#     ops_init.c afs_op_init());
 #   - O_APPEND writers through write-only opens keep every line.
 # Skipped where the kernel has no cachestat(2) (before 6.5), or offers a
-# protocol before 7.45 (write-only opens then stay cached: ops_entry.c).
+# protocol before 7.45 (write-only opens then stay cached: ops_init.c).
 # With passthrough=off: passthrough (the default for writable opens)
 # takes write-only opens past both ways (passthrough.sh tests it).
 set -euo pipefail
