@@ -1,11 +1,11 @@
 /* geometry.c - stripe geometry from sysfs and option overrides.
  *
  * Why it matters: a RAID0 of N disks reads at N times one disk's speed only
- * when N chunk-sized I/Os are in flight at once.  backing.c splits runs on
- * chunk boundaries and issues the pieces in parallel; ra.c caps windows at
- * ra_auto_max_bytes(), at least 2 x stripe width, so one window keeps every
- * disk busy twice over, and rounds window ends to stripe boundaries
- * (ra_geometry_round_end()).
+ * when N chunk-sized I/Os are in flight at once.  backing_pages.c splits
+ * runs on chunk boundaries and issues the pieces in parallel; ra.c caps
+ * windows at ra_auto_max_bytes(), at least 2 x stripe width, so one window
+ * keeps every disk busy twice over, and rounds window ends to stripe
+ * boundaries (ra_geometry_round_end()).
  *
  * Chunk and stripe are applied to file offsets: a filesystem created with
  * the stripe hint (mkfs.ext4 -E stride=,stripe_width=, xfs sunit/swidth)

@@ -27,8 +27,8 @@
  * some of the pages in between; cache_insert_range() skips present pages,
  * so the worst case is a window a little shorter than decided.  A window
  * refused by the pool (already queued, queue full) has its pages completed
- * with -EAGAIN by backing.c: they leave the tree and a reader that needs
- * one misses again.
+ * with -EAGAIN by backing_pages.c: they leave the tree and a reader that
+ * needs one misses again.
  */
 #include "ra/ra.h"
 
@@ -529,7 +529,7 @@ static void queue_async(struct ra_file *f, struct cache_page **pages,
 		rc = ra_backing_queue(
 			f->b, pages + i, j - i, f->e->pool, f->m, f,
 			ra_due_at(due, cache_page_index(pages[i])));
-		if (rc) /* completed with -EAGAIN by backing.c: they leave */
+		if (rc) /* completed -EAGAIN by backing_pages.c: they leave */
 			COUNT(f, queue_refused, 1);
 		else
 			COUNT(f, queued, 1);
