@@ -133,6 +133,11 @@ void cache_mapping_stats(struct cache_mapping *m,
 	st->enospc = cache_stat_read(&m->enospc);
 }
 
+uint64_t cache_mapping_waste(const struct cache_mapping *m)
+{
+	return cache_stat_read(&m->waste);
+}
+
 /* ---------------------------------------------------------------------- */
 
 static int check_config(const struct cache_config *cfg, uint64_t *pages,

@@ -39,7 +39,8 @@
  *                                     cache_prev_hole_rcu(),
  *                                     cache_gang_lookup_rcu()
  *   no lock, callable anywhere:       the cache_page_*() accessors,
- *                                     cache_count_hit(), cache_count_miss()
+ *                                     cache_count_hit(), cache_count_miss(),
+ *                                     cache_mapping_waste()
  *   takes the mapping's lock:         cache_insert_range(),
  *                                     cache_mapping_invalidate(),
  *                                     cache_page_drop_to_history(),
@@ -361,6 +362,15 @@ uint64_t cache_mapping_invalidate(struct cache_mapping *m, uint64_t first,
  */
 void cache_mapping_stats(struct cache_mapping *m,
 			 struct cache_mapping_stats *st);
+
+/**
+ * cache_mapping_waste() - @m's waste count: its pages evicted prefetched
+ * and never used, the @waste of cache_mapping_stats(), read with one
+ * relaxed atomic load (the readahead engine's feedback reads it on every
+ * decision; cache_mapping_stats() sums every counter slot).
+ * Context: Any thread holding a reference; takes no lock.
+ */
+uint64_t cache_mapping_waste(const struct cache_mapping *m);
 
 /* -------------------------------------------------------------------- */
 /* RCU read side                                                          */

@@ -31,7 +31,7 @@
 #include "stream.h"
 
 /* The cap of @slot's stream (t->max for none), and never above p->max:
- * the caller's cap for this decision (ra.c: the reader's consumption rate
+ * the caller's cap for this decision (ra.c with pace.c: the reader's rate
  * may lower it below the file's). */
 static uint64_t stream_max(const struct ra_stream_table *t, int slot,
 			   const struct ra_params *p)

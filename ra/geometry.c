@@ -1,11 +1,11 @@
 /* geometry.c - stripe geometry from sysfs and option overrides.
  *
  * Why it matters: a RAID0 of N disks reads at N times one disk's speed only
- * when N chunk-sized I/Os are in flight at once.  backing.c splits runs on
- * chunk boundaries and issues the pieces in parallel; ra.c caps windows at
- * ra_auto_max_bytes(), at least 2 x stripe width, so one window keeps every
- * disk busy twice over, and rounds window ends to stripe boundaries
- * (ra_geometry_round_end()).
+ * when N chunk-sized I/Os are in flight at once.  backing_pages.c splits
+ * runs on chunk boundaries and issues the pieces in parallel; ra.c caps
+ * windows at ra_auto_max_bytes(), at least 2 x stripe width, so one window
+ * keeps every disk busy twice over, and rounds window ends to stripe
+ * boundaries (ra_geometry_round_end()).
  *
  * Chunk and stripe are applied to file offsets: a filesystem created with
  * the stripe hint (mkfs.ext4 -E stride=,stripe_width=, xfs sunit/swidth)
@@ -316,4 +316,52 @@ const char *ra_geometry_source_name(enum ra_geometry_source s)
 		return "invalid";
 	}
 	return "unknown";
+}
+
+/* ---------------------------------------------------------------------- */
+/* The devices probed so far                                               */
+
+int ra_geometry_cache_init(struct ra_geometry_cache *gc)
+{
+	gc->nr = 0;
+	return -pthread_mutex_init(&gc->lock, NULL);
+}
+
+void ra_geometry_cache_destroy(struct ra_geometry_cache *gc)
+{
+	pthread_mutex_destroy(&gc->lock);
+}
+
+void ra_geometry_cache_get(struct ra_geometry_cache *gc, const char *sysfs_root,
+			   dev_t dev, uint64_t stripe, uint64_t chunk,
+			   struct ra_geometry *g)
+{
+	pthread_mutex_lock(&gc->lock);
+	for (unsigned int i = 0; i < gc->nr; i++) {
+		if (gc->dev[i].dev == dev) {
+			*g = gc->dev[i].g;
+			pthread_mutex_unlock(&gc->lock);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&gc->lock);
+
+	/* Probe outside the lock (it reads files); a racing probe of the
+	 * same device finds the same numbers. */
+	ra_geometry_probe(sysfs_root, dev, g);
+	if (stripe || chunk) {
+		/* Checked at create; on a device whose probed values clash
+		 * with the override, the override applies to a clean slate. */
+		if (ra_geometry_override(g, stripe, chunk)) {
+			memset(g, 0, sizeof(*g));
+			ra_geometry_override(g, stripe, chunk);
+		}
+	}
+	pthread_mutex_lock(&gc->lock);
+	if (gc->nr < RA_GEOM_CACHE) {
+		gc->dev[gc->nr].dev = dev;
+		gc->dev[gc->nr].g = *g;
+		gc->nr++;
+	}
+	pthread_mutex_unlock(&gc->lock);
 }

@@ -1,7 +1,8 @@
 /* geometry.h - stripe geometry of a backing block device, for ra/.
  *
- * Owns: nothing but the plain struct ra_geometry it fills; no state, no
- * threads.  ra_engine_create() (ra.c) probes once per mount and keeps a copy.
+ * Owns: the plain struct ra_geometry it fills, and struct
+ * ra_geometry_cache: the devices an engine has probed (ra.c keeps one per
+ * engine, so each device is probed once per mount; a file keeps a copy).
  *
  * Where the numbers come from, for the backing device MAJ:MIN, under a sysfs
  * root that is a parameter ("/sys" in production, a fake tree in tests):
@@ -26,10 +27,13 @@
  * width).  Overrides (-o stripe=, -o chunk=) replace the probed values.
  *
  * Concurrency: every function is pure or reads sysfs only; any thread.
+ * The exception is struct ra_geometry_cache, whose table is guarded by its
+ * own mutex (a leaf lock, never held across the sysfs reads).
  */
 #ifndef AHEADFS_RA_GEOMETRY_H
 #define AHEADFS_RA_GEOMETRY_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -108,6 +112,42 @@ int ra_geometry_override(struct ra_geometry *g, uint64_t stripe,
  */
 uint64_t ra_geometry_round_end(const struct ra_geometry *g, uint64_t start,
 			       uint64_t end, uint64_t min_end, uint64_t limit);
+
+/* Devices a geometry cache remembers; a device beyond them is probed at
+ * every ra_geometry_cache_get(). */
+#define RA_GEOM_CACHE 16
+
+/* The geometry of the devices probed so far (ra_geometry_cache_get()). */
+struct ra_geometry_cache {
+	pthread_mutex_t lock; /* guards the rest */
+	struct {
+		dev_t dev;
+		struct ra_geometry g;
+	} dev[RA_GEOM_CACHE];
+	unsigned int nr;
+};
+
+/** ra_geometry_cache_init() - An empty cache.
+ * Context: Any thread.  Return: 0, or a pthread_mutex_init() -errno. */
+int ra_geometry_cache_init(struct ra_geometry_cache *gc);
+
+/** ra_geometry_cache_destroy() - Free @gc's lock.  Context: no user left. */
+void ra_geometry_cache_destroy(struct ra_geometry_cache *gc);
+
+/**
+ * ra_geometry_cache_get() - The geometry of @dev: the remembered one, or
+ * ra_geometry_probe() under @sysfs_root with ra_geometry_override() of
+ * @stripe and @chunk (0 and 0: none) applied, then remembered.  Overrides
+ * the caller checked already; where they clash with a device's probed
+ * values they apply to a clean slate.
+ *
+ * Context: Takes gc->lock, dropped around the probe (it reads sysfs and
+ * may sleep): two threads may probe the same device at once, and find
+ * the same numbers.
+ */
+void ra_geometry_cache_get(struct ra_geometry_cache *gc, const char *sysfs_root,
+			   dev_t dev, uint64_t stripe, uint64_t chunk,
+			   struct ra_geometry *g);
 
 /** ra_geometry_source_name() - "none", "md", "queue", "override", "invalid". */
 const char *ra_geometry_source_name(enum ra_geometry_source s);

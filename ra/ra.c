@@ -1,11 +1,13 @@
-/* ra.c - the readahead engine: decisions (decide.c, stream.c) tied to the
- * page cache (cache_insert_range()), the backing reads and the worker pool
+/* ra.c - the readahead engine: decisions (decide.c, stream.c; their caps
+ * and due times paced by pace.c) tied to the page cache
+ * (cache_insert_range()), the backing reads and the worker pool
  * (backing.c, worker.c), per mount and per file.
  *
  * One decision, from a miss or a mark to I/O:
  *
  *   ra_sync_miss / ra_marker_hit
  *     | thrash/waste feedback into the stream table      (f->lock)
+ *     | cap: the file's, the reader's rate, the share     (pace.c)
  *     | decide on a copy of the handle state             (st->lock, f->lock,
  *     |   + round the window end to the stripe            RCU for the hole
  *     |   + write the window back                         scans)
@@ -25,15 +27,14 @@
  * some of the pages in between; cache_insert_range() skips present pages,
  * so the worst case is a window a little shorter than decided.  A window
  * refused by the pool (already queued, queue full) has its pages completed
- * with -EAGAIN by backing.c: they leave the tree and a reader that needs
- * one misses again.
+ * with -EAGAIN by backing_pages.c: they leave the tree and a reader that
+ * needs one misses again.
  */
 #include "ra/ra.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 
 #include "cache/cache.h"
@@ -41,12 +42,11 @@
 #include "backing.h"
 #include "decide.h"
 #include "geometry.h"
+#include "pace.h"
 #include "stream.h"
 #include "worker.h"
 
 #define RA_PAGE_SHIFT CACHE_PAGE_SHIFT
-/* Devices whose geometry an engine remembers (one probe per device). */
-#define RA_GEOM_CACHE 16
 
 /* Counters kept per file and summed per engine: struct ra_counts of
  * relaxed atomics. */
@@ -57,17 +57,10 @@ struct ra_engine {
 	struct ra_pool *pool;
 	struct ra_io_totals io; /* backing I/O over every file */
 	struct ra_counts c;
-	uint64_t tune; /* __atomic: the run-time tunables, see tune_word() */
+	uint64_t tune; /* __atomic: the run-time tunables, ra_tune_word() */
 	uint64_t files; /* __atomic */
-	/* Readers with a window, mount-wide (share_count()): one slot per
-	 * parity of the epoch, each (epoch << 32 | readers).  __atomic. */
-	uint64_t share[2];
-	pthread_mutex_t geom_lock; /* guards geom[] */
-	struct {
-		dev_t dev;
-		struct ra_geometry g;
-	} geom[RA_GEOM_CACHE];
-	unsigned int nr_geom;
+	struct ra_share share; /* readers with a window, mount-wide */
+	struct ra_geometry_cache geom; /* one probe per device */
 };
 
 struct ra_file {
@@ -77,13 +70,10 @@ struct ra_file {
 	struct ra_backing *b; /* a reference */
 	int refs; /* __atomic */
 	struct ra_geometry geom; /* copy: window-end rounding */
-	uint64_t base_max; /* window cap in pages, before advice */
 	pthread_mutex_t lock; /* taken after a handle's lock */
 	/* Protected by lock: */
 	struct ra_stream_table table;
-	enum ra_advice advice;
-	uint64_t max; /* base_max, doubled by RA_ADVICE_SEQUENTIAL */
-	uint64_t tune_seen; /* the engine's tune word base_max follows */
+	struct ra_cap cap; /* the window cap, the advice (pace.h) */
 	uint64_t waste_seen; /* the mapping's waste counter last charged */
 	/* Counters: relaxed atomics. */
 	struct ra_counts c;
@@ -115,53 +105,16 @@ static void counters_read(const struct ra_counts *c, struct ra_counts *out)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-/*
- * The tunables ra_engine_tune() may change, packed in one word so that a
- * decision reads them together with one atomic load: bits 0-31 the window
- * cap in pages (0: automatic), bits 32-33 the context rule, bit 34 set
- * when the stream table is off (RA_STREAM_TABLE_OFF).
- */
-#define TUNE_MAX_MASK UINT64_C(0xffffffff)
-#define TUNE_CONTEXT_SHIFT 32
-#define TUNE_CONTEXT_MASK (UINT64_C(3) << TUNE_CONTEXT_SHIFT)
-#define TUNE_NO_TABLE (UINT64_C(1) << 34)
-
-static uint64_t tune_word(uint64_t max_bytes, enum ra_context_rule context,
-			  enum ra_stream_table_mode stream_table)
-{
-	return (max_bytes >> RA_PAGE_SHIFT) |
-	       ((uint64_t)context << TUNE_CONTEXT_SHIFT) |
-	       (stream_table == RA_STREAM_TABLE_OFF ? TUNE_NO_TABLE : 0);
-}
-
-/* @f's window cap before advice under tune word @w. */
-static uint64_t tune_base_max(const struct ra_file *f, uint64_t w)
-{
-	uint64_t max = w & TUNE_MAX_MASK;
-
-	if (!max)
-		max = ra_auto_max_bytes(f->geom.stripe,
-					f->e->cfg.auto_floor_bytes,
-					f->geom.max_io) >>
-		      RA_PAGE_SHIFT;
-	return max;
-}
-
 /* Bring @f's cap up to date with the engine's tunables (a change since
  * the last call recomputes it).  Called with f->lock held, at the start of
- * everything that reads f->max.  Return: the tune word in force. */
+ * everything that reads f->cap.max.  Return: the tune word in force. */
 static uint64_t tune_sync_locked(struct ra_file *f)
 {
 	uint64_t w = __atomic_load_n(&f->e->tune, __ATOMIC_ACQUIRE);
 
 	afs_assert_held(&f->lock);
-	if (w != f->tune_seen) {
-		f->tune_seen = w;
-		f->base_max = tune_base_max(f, w);
-		f->max = f->advice == RA_ADVICE_SEQUENTIAL ? 2 * f->base_max
-							   : f->base_max;
-		f->table.max = f->max;
-	}
+	if (ra_cap_sync(&f->cap, w, &f->geom, f->e->cfg.auto_floor_bytes))
+		f->table.max = f->cap.max;
 	return w;
 }
 
@@ -220,12 +173,12 @@ int ra_engine_create(const struct ra_config *cfg, struct cache *cache,
 		return -ENOMEM;
 	e->cfg = *cfg;
 	e->cfg.sysfs_root = NULL; /* not kept: probed per device below */
-	e->tune = tune_word(cfg->max_bytes, cfg->context, cfg->stream_table);
+	e->tune = ra_tune_word(cfg->max_bytes, cfg->context, cfg->stream_table);
 	e->cfg.workers = ra_workers_of(cfg);
 	if (!e->cfg.queue_depth)
 		e->cfg.queue_depth = RA_QUEUE_DEPTH_DEFAULT;
 	e->cache = cache;
-	rc = -pthread_mutex_init(&e->geom_lock, NULL);
+	rc = ra_geometry_cache_init(&e->geom);
 	if (rc)
 		goto out_free;
 	pc.workers = e->cfg.workers;
@@ -249,7 +202,7 @@ int ra_engine_create(const struct ra_config *cfg, struct cache *cache,
 out_destroy_pool:
 	ra_pool_destroy(e->pool);
 out_destroy_lock:
-	pthread_mutex_destroy(&e->geom_lock);
+	ra_geometry_cache_destroy(&e->geom);
 out_free:
 	free(e);
 	return rc;
@@ -262,48 +215,10 @@ int ra_engine_destroy(struct ra_engine *e)
 	if (__atomic_load_n(&e->files, __ATOMIC_ACQUIRE))
 		return -EBUSY;
 	ra_pool_destroy(e->pool);
-	pthread_mutex_destroy(&e->geom_lock);
+	ra_geometry_cache_destroy(&e->geom);
 	free((char *)e->cfg.sysfs_root);
 	free(e);
 	return 0;
-}
-
-/* The geometry of @dev, probed once per engine and device. */
-static void engine_geometry(struct ra_engine *e, dev_t dev,
-			    struct ra_geometry *g)
-{
-	const char *root = e->cfg.sysfs_root ? e->cfg.sysfs_root : "/sys";
-
-	pthread_mutex_lock(&e->geom_lock);
-	for (unsigned int i = 0; i < e->nr_geom; i++) {
-		if (e->geom[i].dev == dev) {
-			*g = e->geom[i].g;
-			pthread_mutex_unlock(&e->geom_lock);
-			return;
-		}
-	}
-	pthread_mutex_unlock(&e->geom_lock);
-
-	/* Probe outside the lock (it reads files); a racing probe of the
-	 * same device finds the same numbers. */
-	ra_geometry_probe(root, dev, g);
-	if (e->cfg.stripe_bytes || e->cfg.chunk_bytes) {
-		/* Checked at create; on a device whose probed values clash
-		 * with the override, the override applies to a clean slate. */
-		if (ra_geometry_override(g, e->cfg.stripe_bytes,
-					 e->cfg.chunk_bytes)) {
-			memset(g, 0, sizeof(*g));
-			ra_geometry_override(g, e->cfg.stripe_bytes,
-					     e->cfg.chunk_bytes);
-		}
-	}
-	pthread_mutex_lock(&e->geom_lock);
-	if (e->nr_geom < RA_GEOM_CACHE) {
-		e->geom[e->nr_geom].dev = dev;
-		e->geom[e->nr_geom].g = *g;
-		e->nr_geom++;
-	}
-	pthread_mutex_unlock(&e->geom_lock);
 }
 
 void ra_engine_stats(struct ra_engine *e, struct ra_engine_stats *st)
@@ -338,7 +253,6 @@ int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
 		 dev_t dev, const uint64_t *size, struct ra_file **out)
 {
 	struct ra_backing_config bc = {0};
-	struct cache_mapping_stats ms;
 	struct ra_file *f;
 	int rc;
 
@@ -350,11 +264,12 @@ int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
 	f->e = e;
 	f->size = size;
 	f->refs = 1;
-	engine_geometry(e, dev, &f->geom);
-	f->tune_seen = __atomic_load_n(&e->tune, __ATOMIC_ACQUIRE);
-	f->base_max = tune_base_max(f, f->tune_seen);
-	f->max = f->base_max;
-	ra_stream_table_init(&f->table, f->max);
+	ra_geometry_cache_get(
+		&e->geom, e->cfg.sysfs_root ? e->cfg.sysfs_root : "/sys", dev,
+		e->cfg.stripe_bytes, e->cfg.chunk_bytes, &f->geom);
+	ra_cap_init(&f->cap, __atomic_load_n(&e->tune, __ATOMIC_ACQUIRE),
+		    &f->geom, e->cfg.auto_floor_bytes);
+	ra_stream_table_init(&f->table, f->cap.max);
 	rc = -pthread_mutex_init(&f->lock, NULL);
 	if (rc)
 		goto out_free;
@@ -371,8 +286,7 @@ int ra_file_open(struct ra_engine *e, struct cache_mapping *m, int backing_fd,
 
 	cache_mapping_get(m);
 	f->m = m;
-	cache_mapping_stats(m, &ms);
-	f->waste_seen = ms.waste;
+	f->waste_seen = cache_mapping_waste(m);
 	__atomic_fetch_add(&e->files, 1, __ATOMIC_RELAXED);
 	*out = f;
 	return 0;
@@ -488,17 +402,16 @@ static uint64_t file_eof(struct ra_file *f)
  * with f->lock held. */
 static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
 {
-	struct cache_mapping_stats ms;
+	uint64_t waste;
 
 	afs_assert_held(&f->lock);
 	if (thrash)
 		ra_stream_thrash(&f->table, index);
-	cache_mapping_stats(f->m, &ms);
-	if (ms.waste > f->waste_seen) {
-		COUNT(f, waste, ms.waste - f->waste_seen);
-		ra_stream_waste(&f->table, RA_NO_PAGE,
-				ms.waste - f->waste_seen);
-		f->waste_seen = ms.waste;
+	waste = cache_mapping_waste(f->m);
+	if (waste > f->waste_seen) {
+		COUNT(f, waste, waste - f->waste_seen);
+		ra_stream_waste(&f->table, RA_NO_PAGE, waste - f->waste_seen);
+		f->waste_seen = waste;
 	}
 }
 
@@ -506,163 +419,6 @@ static void feedback_locked(struct ra_file *f, uint64_t index, bool thrash)
  * Decide for handle @st of @f.  Locks: st->lock, then f->lock, then the RCU
  * read lock for the hole scans; all dropped on return.
  */
-/* Windows sized to what the reader consumes: a window need cover only
- * RA_RATE_HORIZON_MS of its reading (the next one is started as the reader
- * enters it), so a slow reader -- one of many paced streams -- holds far
- * less memory and leaves far less unread at its end than a window at the
- * cap would.  Fast readers are not held back: their rate times the horizon
- * is far above the cap. */
-#define RA_RATE_HORIZON_MS 1000
-/* Never below the largest request (1 MiB, the mount's max_pages: what the
- * kernel sends for a large read(2)): a window smaller than the requests
- * that come misses every time
- * (measured: a 64-page floor let an underestimated first rate cost a
- * sequential reader 448-832 misses in 16384 pages instead of 64). */
-#define RA_RATE_MIN_PAGES 256
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * A mark was reached at @index: update @st's rate (pages a second, from
- * the pages since the previous mark and the time it took) and return the
- * cap it allows, at most @max.  A lower sample is taken at once, a higher
- * one weighs a quarter: the first marks of a stream come while the
- * kernel's readahead on the mount ramps up ahead of the reader, and an
- * average that let those samples fade a quarter per window (one window a
- * second or two for a slow reader) kept windows 2-3x the reader's second
- * for the whole run (64 paced streams: rates of 250-390 pages a second
- * measured for 128 read).  Underestimating costs at most a window at the
- * floor: the next mark comes a window later, and a fast reader's comes
- * within milliseconds.
- * A mark behind the previous one or too far ahead (another stream on a
- * shared state) restarts the measurement.  st->lock held.
- */
-static uint64_t rate_max(struct ra_state *st, uint64_t index, uint64_t max,
-			 uint64_t now)
-{
-	uint64_t cap;
-
-	afs_assert_held(&st->lock);
-	if (st->mark_ns && index > st->mark_index &&
-	    index - st->mark_index <= 4 * max && now > st->mark_ns) {
-		double rate = (double)(index - st->mark_index) * 1e9 /
-			      (double)(now - st->mark_ns);
-
-		if (rate > 1e12)
-			rate = 1e12;
-		if (!st->rate || (uint64_t)rate < st->rate)
-			st->rate = (uint64_t)rate;
-		else
-			st->rate = (3 * st->rate + (uint64_t)rate) / 4;
-	} else if (st->mark_ns) {
-		st->rate = 0;
-	}
-	st->mark_index = index;
-	st->mark_ns = now;
-	if (!st->rate)
-		return max;
-	cap = st->rate * RA_RATE_HORIZON_MS / 1000;
-	if (cap < RA_RATE_MIN_PAGES)
-		cap = RA_RATE_MIN_PAGES;
-	return cap < max ? cap : max;
-}
-
-/*
- * The fair share of the budget.  Every reader with a window holds that
- * window and the next one in the cache; when the windows of all readers do
- * not fit in the budget, prefetch evicts prefetch before it is read (waste)
- * and the device reads the same pages again and again (measured: 64 paced
- * streams in a 64 MiB cgroup read 11x what they delivered, with windows of
- * 1-5 MiB each in a 30 MiB budget).  So no window is larger than
- * budget / (2 x readers) where pages leave the cache once read
- * (cfg.reads_dropped), else budget / (4 x readers): the pages read stay, and
- * the probation FIFO evicts by insertion, so a window must outlive the
- * insertions of every other reader's two windows and of the pages read
- * meanwhile.  Readers are those that got a window in this epoch or the one
- * before, counted mount-wide once per epoch each (a handle's state; the
- * streams that share one state count as one, an undercount that leaves
- * them the windows they had).  Never below a request: a window smaller
- * than the read that opens it misses again at once.
- */
-#define RA_SHARE_EPOCH_NS (UINT64_C(1000) * 1000000)
-#define RA_SHARE_MIN_PAGES 16
-
-static uint64_t share_epoch(uint64_t now)
-{
-	return (now / RA_SHARE_EPOCH_NS) & 0xffffffffu;
-}
-
-/* Readers counted in epoch @ep or the one before, the larger count. */
-static uint64_t share_readers(struct ra_engine *e, uint64_t ep)
-{
-	uint64_t n = 0, prev = (ep - 1) & 0xffffffffu;
-
-	for (int i = 0; i < 2; i++) {
-		uint64_t v = __atomic_load_n(&e->share[i], __ATOMIC_RELAXED);
-
-		if (((v >> 32) == ep || (v >> 32) == prev) &&
-		    (v & 0xffffffffu) > n)
-			n = v & 0xffffffffu;
-	}
-	return n;
-}
-
-/* Count a reader last counted in epoch *@seen (its owner's lock held). */
-static void share_count(struct ra_engine *e, uint64_t *seen, uint64_t ep)
-{
-	uint64_t *slot = &e->share[ep & 1], v, nv;
-
-	if (*seen == ep)
-		return;
-	*seen = ep;
-	v = __atomic_load_n(slot, __ATOMIC_RELAXED);
-	do {
-		nv = (v >> 32) == ep ? v + 1 : ep << 32 | 1;
-	} while (!__atomic_compare_exchange_n(
-		slot, &v, nv, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-}
-
-/* The window cap the share allows in epoch @ep, for a request of @req. */
-static uint64_t share_max(struct ra_engine *e, uint64_t ep, uint64_t req)
-{
-	uint64_t readers = share_readers(e, ep), share;
-
-	share = cache_budget_pages(e->cache) /
-		((e->cfg.reads_dropped ? 2 : 4) * (readers ? readers : 1));
-	if (share < RA_SHARE_MIN_PAGES)
-		share = RA_SHARE_MIN_PAGES;
-	return share > req ? share : req;
-}
-
-/* When the reader of a decision reaches a page: it was at @index at @now,
- * reading @rate pages a second (0: not measured, or streams sharing one
- * state).  Prefetch is queued due then (ra_work.due), so the workers read
- * first what is wanted first. */
-struct ra_due {
-	uint64_t now, index, rate;
-};
-
-/* Longest wait a due time says: windows are read within seconds. */
-#define RA_DUE_MAX_NS (UINT64_C(60) * 1000000000)
-
-/* When page @first of @t's reader is read; 0: at once (no rate, behind). */
-static uint64_t due_at(const struct ra_due *t, uint64_t first)
-{
-	double wait;
-
-	if (!t || !t->rate || first <= t->index)
-		return 0;
-	wait = (double)(first - t->index) * 1e9 / (double)t->rate;
-	return t->now +
-	       (wait < (double)RA_DUE_MAX_NS ? (uint64_t)wait : RA_DUE_MAX_NS);
-}
-
 static void decide(struct ra_file *f, struct ra_state *st, bool async,
 		   uint64_t index, uint64_t nr, struct ra_decision *d,
 		   struct ra_due *due)
@@ -671,7 +427,7 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	struct ra_stream_table *table;
 	struct ra_params p = {0};
 	bool thrash = false, window;
-	uint64_t tune, now = now_ns(), ep = share_epoch(now), share;
+	uint64_t tune, now = ra_now_ns(), ep = ra_share_epoch(now), share;
 
 	p.eof = file_eof(f);
 	p.geom = &f->geom;
@@ -685,23 +441,24 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	pthread_mutex_lock(&st->lock);
 	pthread_mutex_lock(&f->lock);
 	tune = tune_sync_locked(f);
-	p.rule = (enum ra_context_rule)((tune & TUNE_CONTEXT_MASK) >>
-					TUNE_CONTEXT_SHIFT);
-	table = tune & TUNE_NO_TABLE ? NULL : &f->table;
+	p.rule = ra_tune_context(tune);
+	table = ra_tune_no_table(tune) ? NULL : &f->table;
 	feedback_locked(f, index, thrash);
 	if (async) {
-		p.max = rate_max(st, index, f->max, now);
+		p.max = ra_rate_max(st, index, f->cap.max, now);
 	} else {
 		/* A window opens here: its first mark's rate counts from
 		 * now, so the second window is already sized to it. */
-		p.max = f->max;
+		p.max = f->cap.max;
 		st->mark_index = index;
 		st->mark_ns = now;
 	}
-	share = share_max(f->e, ep, nr);
+	share = ra_share_max(&f->e->share, ep, nr,
+			     cache_budget_pages(f->e->cache),
+			     f->e->cfg.reads_dropped);
 	if (p.max > share)
 		p.max = share;
-	p.no_readahead = f->advice == RA_ADVICE_RANDOM;
+	p.no_readahead = f->cap.advice == RA_ADVICE_RANDOM;
 	rcu_read_lock();
 	if (async)
 		ra_decide_async(st, table, &p, &v, index, nr, d);
@@ -714,11 +471,11 @@ static void decide(struct ra_file *f, struct ra_state *st, bool async,
 	/* A reader of the share is the stream the window belongs to, else
 	 * the handle: a column scan's streams on one handle count one each. */
 	if (window && d->io_nr)
-		share_count(f->e,
-			    table && d->stream >= 0
-				    ? &table->s[d->stream].share_epoch
-				    : &st->share_epoch,
-			    ep);
+		ra_share_count(&f->e->share,
+			       table && d->stream >= 0
+				       ? &table->s[d->stream].share_epoch
+				       : &st->share_epoch,
+			       ep);
 	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_unlock(&st->lock);
 
@@ -769,10 +526,10 @@ static void queue_async(struct ra_file *f, struct cache_page **pages,
 		     j++)
 			;
 		COUNT(f, async_pages, j - i);
-		rc = ra_backing_queue(f->b, pages + i, j - i, f->e->pool, f->m,
-				      f,
-				      due_at(due, cache_page_index(pages[i])));
-		if (rc) /* completed with -EAGAIN by backing.c: they leave */
+		rc = ra_backing_queue(
+			f->b, pages + i, j - i, f->e->pool, f->m, f,
+			ra_due_at(due, cache_page_index(pages[i])));
+		if (rc) /* completed -EAGAIN by backing_pages.c: they leave */
 			COUNT(f, queue_refused, 1);
 		else
 			COUNT(f, queued, 1);
@@ -929,7 +686,7 @@ static void willneed(struct ra_file *f, uint64_t first, uint64_t last)
 
 	pthread_mutex_lock(&f->lock);
 	tune_sync_locked(f);
-	max = f->max;
+	max = f->cap.max;
 	pthread_mutex_unlock(&f->lock);
 	for (uint64_t i = first; i <= last; i += max) {
 		d.kind = RA_KIND_NONE;
@@ -962,10 +719,8 @@ int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
 	case RA_ADVICE_RANDOM:
 		pthread_mutex_lock(&f->lock);
 		tune_sync_locked(f);
-		f->advice = advice;
-		f->max = advice == RA_ADVICE_SEQUENTIAL ? 2 * f->base_max
-							: f->base_max;
-		f->table.max = f->max;
+		ra_cap_advise(&f->cap, advice);
+		f->table.max = f->cap.max;
 		pthread_mutex_unlock(&f->lock);
 		return 0;
 	case RA_ADVICE_WILLNEED:
@@ -997,27 +752,10 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 
 	pthread_mutex_lock(&f->lock);
 	tune_sync_locked(f);
-	st->advice = f->advice;
-	st->max_window = f->max;
-	for (unsigned int i = 0;
-	     i < f->table.nr && st->nr_streams < RA_STATS_STREAMS; i++) {
-		const struct ra_stream *s = &f->table.s[i];
-		struct ra_stream_stats *o = &st->streams[st->nr_streams];
-
-		if (s->state == RA_STREAM_FREE)
-			continue;
-		o->state = s->state == RA_STREAM_ACTIVE
-				   ? RA_STREAM_STATS_ACTIVE
-				   : RA_STREAM_STATS_CANDIDATE;
-		o->start = s->state == RA_STREAM_ACTIVE ? s->start : s->next;
-		o->size = s->size;
-		o->async_size = s->async_size;
-		o->cap = s->state == RA_STREAM_ACTIVE ? s->cap : 0;
-		o->windows = s->windows;
-		o->thrash = s->thrash;
-		o->waste = s->waste;
-		st->nr_streams++;
-	}
+	st->advice = f->cap.advice;
+	st->max_window = f->cap.max;
+	st->nr_streams =
+		ra_stream_table_stats(&f->table, st->streams, RA_STATS_STREAMS);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -1027,46 +765,12 @@ void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 int ra_engine_tune(struct ra_engine *e, const struct ra_tuning *t,
 		   unsigned int what)
 {
-	uint64_t old, w;
-
-	if (!e || !t ||
-	    what & ~(RA_TUNE_MAX | RA_TUNE_CONTEXT | RA_TUNE_STREAM_TABLE))
+	if (!e)
 		return -EINVAL;
-	/* The rules of config_check(). */
-	if (what & RA_TUNE_MAX && (t->max_bytes % CACHE_PAGE_SIZE ||
-				   t->max_bytes > RA_MAX_BYTES_LIMIT))
-		return -EINVAL;
-	if (what & RA_TUNE_CONTEXT && (unsigned int)t->context > RA_CONTEXT_OFF)
-		return -EINVAL;
-	if (what & RA_TUNE_STREAM_TABLE &&
-	    (unsigned int)t->stream_table > RA_STREAM_TABLE_OFF)
-		return -EINVAL;
-	/* Each call changes only its own fields, whatever runs at once. */
-	old = __atomic_load_n(&e->tune, __ATOMIC_RELAXED);
-	do {
-		w = old;
-		if (what & RA_TUNE_MAX)
-			w = (w & ~TUNE_MAX_MASK) |
-			    (t->max_bytes >> RA_PAGE_SHIFT);
-		if (what & RA_TUNE_CONTEXT)
-			w = (w & ~TUNE_CONTEXT_MASK) |
-			    ((uint64_t)t->context << TUNE_CONTEXT_SHIFT);
-		if (what & RA_TUNE_STREAM_TABLE)
-			w = t->stream_table == RA_STREAM_TABLE_OFF
-				    ? w | TUNE_NO_TABLE
-				    : w & ~TUNE_NO_TABLE;
-	} while (!__atomic_compare_exchange_n(
-		&e->tune, &old, w, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-	return 0;
+	return ra_tune_apply(&e->tune, t, what);
 }
 
 void ra_engine_tuning(struct ra_engine *e, struct ra_tuning *out)
 {
-	uint64_t w = __atomic_load_n(&e->tune, __ATOMIC_ACQUIRE);
-
-	out->max_bytes = (w & TUNE_MAX_MASK) << RA_PAGE_SHIFT;
-	out->context = (enum ra_context_rule)((w & TUNE_CONTEXT_MASK) >>
-					      TUNE_CONTEXT_SHIFT);
-	out->stream_table =
-		w & TUNE_NO_TABLE ? RA_STREAM_TABLE_OFF : RA_STREAM_TABLE_ON;
+	ra_tune_word_read(__atomic_load_n(&e->tune, __ATOMIC_ACQUIRE), out);
 }

@@ -184,7 +184,7 @@ enum ra_advice {
  *		RA_MAX_BYTES_LIMIT.
  * @reads_dropped: pages leave the cache as soon as they are read (the
  *		kernel read mode keeps their history only): the fair share
- *		(ra.c share_max()) gives the readers' windows the whole
+ *		(pace.c ra_share_max()) gives the readers' windows the whole
  *		budget; else half, the other half holding what was read.
  */
 struct ra_config {
@@ -235,10 +235,11 @@ struct ra_state {
 	pthread_mutex_t lock;
 	uint64_t start, size, async_size; /* under lock */
 	uint64_t prev_index; /* __atomic */
-	/* The reader's consumption rate (ra.c rate_max()), under lock: the
+	/* The reader's consumption rate (pace.c ra_rate_max()), under lock: the
 	 * page and time of the last mark it reached, pages a second. */
 	uint64_t mark_index, mark_ns, rate;
-	/* The fair share's epoch it was last counted in (ra.c), under lock. */
+	/* The fair share's epoch it was last counted in (pace.c
+	 * ra_share_count()), under lock. */
 	uint64_t share_epoch;
 	/* __atomic: its last miss was of a page the kernel had taken and
 	 * dropped (ra.c ra_sync_miss(), issue()): its windows read history

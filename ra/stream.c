@@ -345,3 +345,30 @@ uint64_t ra_stream_next_origin(const struct ra_stream_table *t, int self,
 	}
 	return at;
 }
+
+unsigned int ra_stream_table_stats(const struct ra_stream_table *t,
+				   struct ra_stream_stats *out,
+				   unsigned int max)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < t->nr && n < max; i++) {
+		const struct ra_stream *s = &t->s[i];
+		struct ra_stream_stats *o = &out[n];
+
+		if (s->state == RA_STREAM_FREE)
+			continue;
+		o->state = s->state == RA_STREAM_ACTIVE
+				   ? RA_STREAM_STATS_ACTIVE
+				   : RA_STREAM_STATS_CANDIDATE;
+		o->start = s->state == RA_STREAM_ACTIVE ? s->start : s->next;
+		o->size = s->size;
+		o->async_size = s->async_size;
+		o->cap = s->state == RA_STREAM_ACTIVE ? s->cap : 0;
+		o->windows = s->windows;
+		o->thrash = s->thrash;
+		o->waste = s->waste;
+		n++;
+	}
+	return n;
+}

@@ -256,4 +256,16 @@ uint64_t ra_stream_next_origin(const struct ra_stream_table *t, int self,
 /** ra_stream_active_count() - ACTIVE, non-idle streams. */
 unsigned int ra_stream_active_count(const struct ra_stream_table *t);
 
+struct ra_stream_stats;
+
+/**
+ * ra_stream_table_stats() - The table's live streams (CANDIDATE and
+ * ACTIVE, free slots skipped) as the stats show them (ra_file_stats()).
+ * @out: room for @max entries.
+ * Return: The entries filled, at most @max.
+ */
+unsigned int ra_stream_table_stats(const struct ra_stream_table *t,
+				   struct ra_stream_stats *out,
+				   unsigned int max);
+
 #endif /* AHEADFS_RA_STREAM_H */

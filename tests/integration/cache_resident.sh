@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cache_resident.sh - what the backing's page cache already holds is taken
 # from there, not from the disk (a cachestat(2) probe: fs/data/read.c
-# before a miss, ra/backing.c before each O_DIRECT read).  On an ext4 volume
+# before a miss, ra/backing_pages.c before each O_DIRECT read).  On an ext4 volume
 # over a direct-I/O loop device (so every read that misses the page cache
 # reaches the device), in both read modes:
 #   1. a file just written into the backing, its pages held in the page

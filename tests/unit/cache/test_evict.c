@@ -325,6 +325,7 @@ static void test_scan_does_not_flush_hot_pages(void **state)
 	cache_mapping_stats(f->m, &ms);
 	assert_true(ms.evicted >= 1024 + 32 - 256);
 	assert_int_equal(ms.waste, 0);
+	assert_int_equal(cache_mapping_waste(f->m), 0);
 }
 
 /* The same scan with nothing referenced evicts the old pages: the test
@@ -357,6 +358,8 @@ static void test_waste_and_ghost_thrash(void **state)
 	assert_int_equal(ms.prefetched, 42);
 	assert_int_equal(ms.evicted, 42);
 	assert_int_equal(ms.waste, 32);
+	/* The one-load accessor the readahead feedback reads says the same. */
+	assert_int_equal(cache_mapping_waste(f->m), ms.waste);
 	assert_true(cache_ghost_test_clear(f->m, 5));
 	assert_false(cache_ghost_test_clear(f->m, 5)); /* consumed */
 	assert_false(cache_ghost_test_clear(f->m, 105));

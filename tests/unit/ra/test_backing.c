@@ -1,4 +1,5 @@
-/* test_backing.c - backing reads into LOCKED pages (ra/backing.c) on real
+/* test_backing.c - backing reads into LOCKED pages (ra/backing_pages.c,
+ * the object and the reads around the cache in ra/backing.c) on real
  * files: O_DIRECT on the disk, buffered on /dev/shm and by request; page
  * contents, one preadv per run, splits on chunks and IOV_MAX, EOF tails,
  * short reads, errors failing exactly their pages, queued windows with

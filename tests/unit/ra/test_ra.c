@@ -532,7 +532,7 @@ static void test_advice(void **state)
 
 /* A stream in a cache too small for its windows (96 pages for 256-page
  * windows).  The fair share holds its windows to a quarter of the budget
- * (one reader whose pages stay, ra.c share_max()); the thrash feedback on
+ * (one reader whose pages stay, pace.c ra_share_max()); the thrash feedback on
  * a stream's cap, which acts when windows are evicted before use anyway, is
  * tested on a model cache in test_stream.c.  The backing reads the file
  * at most 1.5 times (before the share: 12096 KiB for the 8192; 9400-10500 KiB
