@@ -31,6 +31,28 @@
 #define PAGE_SIZE CACHE_PAGE_SIZE
 #define FILES_MIN_BUCKETS 256
 
+/* The names of the data path's modes, as the options, the stats and the
+ * docs spell them (data.h). */
+const char *const afs_read_mode_names[] = {
+	[AFS_READ_KERNEL] = "kernel",
+	[AFS_READ_DIRECT] = "direct",
+	NULL,
+};
+
+const char *const afs_write_mode_names[] = {
+	[AFS_WRITE_THROUGH] = "writethrough",
+	[AFS_WRITE_BACK] = "writeback",
+	NULL,
+};
+
+void afs_ahead_config_init(struct afs_ahead_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->write_behind = AFS_WRITE_BEHIND_DEFAULT;
+	cfg->idle_files = AFS_IDLE_FILES_DEFAULT;
+	cfg->ra.workers = RA_WORKERS_DEFAULT;
+}
+
 uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
 			     unsigned int threads)
 {

@@ -12,7 +12,7 @@
  * fs/warm/warm.h) that afs_opts_init() puts in its field, or, where 0
  * means "worked out at mount" (cache_size, ra_max, stripe, chunk), the
  * code that works it out; --help writes them from there, and a unit test
- * (tests/unit/fs/test_opts_doc.c) holds the man page, README.md and
+ * (tests/unit/fuse/test_opts_doc.c) holds the man page, README.md and
  * docs/tuning.md to the same (afs_opts_doc()).
  *
  * Errors are one line (no "aheadfs:" prefix, no newline) written to the

@@ -75,7 +75,7 @@ static void describe_entry_timeout(char *buf, size_t len)
 }
 
 /* The table.  --help lists it; docs/aheadfs.1, README.md and
- * docs/tuning.md show the same defaults (tests/unit/fs/test_opts_doc.c). */
+ * docs/tuning.md show the same defaults (tests/unit/fuse/test_opts_doc.c). */
 static const struct afs_opt_spec afs_opt_table[] = {
 	/* aheadfs and libfuse session options */
 	{"max_threads", OPT_UINT, true, F(max_threads), 1, 4096,

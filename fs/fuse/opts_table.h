@@ -56,7 +56,7 @@ struct afs_opt_doc_spec {
 	/* or written from the code that works it out */
 	void (*describe)(char *buf, size_t len);
 	/* a row of the option tables of README.md and docs/tuning.md too
-	 * (tests/unit/fs/test_opts_doc.c) */
+	 * (tests/unit/fuse/test_opts_doc.c) */
 	bool data_path;
 };
 

@@ -46,6 +46,10 @@
 #define BATCH_NS 1000000
 #define DIRS_MIN_BUCKETS 64
 
+/* -o watch='s names (watch.h). */
+const char *const afs_watch_mode_names[] = {"auto", "fanotify", "inotify",
+					    "off", NULL};
+
 /* A directory inotify watches. */
 struct wdir {
 	int wd;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/fuse/opts.h"
+#include "opts.h"
 
 #define MAX_ARGS 64
 

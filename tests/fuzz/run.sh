@@ -3,13 +3,20 @@
 # time over its seed corpus (tests/fuzz/corpus/TARGET); a crash, a
 # sanitizer report, a leak or a failed assertion fails the run.
 #
+# The target is built by CMake in a fuzzing build of the tree
+# (-DAHEADFS_FUZZ=ON, CC=clang: tests/fuzz/CMakeLists.txt), from the same
+# libraries the daemon and aheadfs-stat link; the build is configured once
+# and brought up to date on each run.
+#
 # Usage: run.sh TARGET [SECONDS]
 #   TARGET   opts (afs_opts_parse), json (json_parse, aheadfs-stat's
 #            reader), xattr (afs_xattr_ahead_set: advice and tunables),
 #            warm (afs_warm_parse: the warm restart's state file)
 #   SECONDS  -max_total_time (default $AFS_FUZZ_SECONDS, else 20)
-# Environment: CLANG (default clang-14), AFS_FUZZ_DIR (where the binary and
-# the new inputs go; default a temporary directory, removed afterwards).
+# Environment: CLANG (default clang-14), AFS_FUZZ_BUILD (the fuzzing build's
+# directory; default build/fuzz in the source tree), AFS_FUZZ_DIR (where the
+# new inputs, the log and a crash input go; default a temporary directory,
+# removed afterwards).
 # Exit 77 (skipped) when clang or its fuzzer runtime (libclang-rt-14-dev)
 # is missing.
 set -euo pipefail
@@ -18,7 +25,15 @@ top=$(cd "$here/../.." && pwd)
 target=${1:?usage: run.sh opts|json|xattr|warm [SECONDS]}
 secs=${2:-${AFS_FUZZ_SECONDS:-20}}
 CLANG=${CLANG:-clang-14}
+build=${AFS_FUZZ_BUILD:-$top/build/fuzz}
 
+case $target in
+opts | json | xattr | warm) ;;
+*)
+	echo "run.sh: unknown target $target" >&2
+	exit 2
+	;;
+esac
 if ! command -v "$CLANG" >/dev/null; then
 	echo "SKIP: fuzz/$target: $CLANG missing" >&2
 	exit 77
@@ -37,43 +52,31 @@ if ! "$CLANG" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" 2>/dev/null; th
 	exit 77
 fi
 
-cflags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-	-fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=314
-	-DAHEADFS_VERSION=\"fuzz\" -I"$top")
-case $target in
-opts)
-	src=("$here/fuzz_opts.c" "$top/fs/fuse/opts.c" "$top/fs/fuse/opts_table.c"
-		"$top/ra/settings.c" "$top/ra/geometry.c" "$top/fs/data/modes.c"
-		"$top/fs/watch/modes.c")
-	read -ra pc <<<"$(pkg-config --cflags --libs fuse3)"
-	libs=("${pc[@]}" -lm)
-	;;
-json)
-	src=("$here/fuzz_json.c" "$top/fs/stats/json.c")
-	libs=(-lm)
-	;;
-xattr)
-	src=("$here/fuzz_xattr.c" "$top"/fs/stats/{xattr,stats,map,tune,jsonw,schema}.c
-		"$top"/fs/data/*.c "$top"/ra/*.c "$top"/cache/*.c)
-	read -ra pc <<<"$(pkg-config --cflags --libs liburcu)"
-	libs=("${pc[@]}" -lpthread -lm)
-	;;
-warm)
-	src=("$here/fuzz_warm.c" "$top/fs/warm/state.c")
-	libs=()
-	;;
-*)
-	echo "run.sh: unknown target $target" >&2
-	exit 2
-	;;
-esac
-"$CLANG" "${cflags[@]}" "${src[@]}" "${libs[@]}" -o "$work/fuzz_$target"
+# Configured once (no cmocka needed: AHEADFS_TESTS=OFF); the build brings
+# itself up to date with the CMakeLists.
+if [ ! -f "$build/CMakeCache.txt" ]; then
+	if ! CC=$CLANG cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug \
+		-DAHEADFS_FUZZ=ON -DAHEADFS_TESTS=OFF >"$work/cmake.log" 2>&1; then
+		cat "$work/cmake.log" >&2
+		echo "FAIL: fuzz/$target: configuring $build" >&2
+		trap - EXIT
+		exit 1
+	fi
+fi
+if ! cmake --build "$build" --target "fuzz_$target" -j "$(nproc)" \
+	>"$work/build.log" 2>&1; then
+	tail -n 40 "$work/build.log" >&2
+	echo "FAIL: fuzz/$target: building fuzz_$target in $build" >&2
+	trap - EXIT
+	exit 1
+fi
+fuzzer=$build/tests/fuzz/fuzz_$target
 mkdir -p "$work/corpus"
 # Leaks are reported at exit; the fuzzer's own -detect_leaks checks each
 # input too.
 # (libFuzzer's own failure status is 77, the suite's "skipped": 1 here.)
 rc=0
-"$work/fuzz_$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+"$fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 	-error_exitcode=1 -timeout_exitcode=1 -artifact_prefix="$work/" \
 	-print_final_stats=1 "$work/corpus" "$here/corpus/$target" \
 	>"$work/log" 2>&1 || rc=$?

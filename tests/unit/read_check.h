@@ -1,4 +1,4 @@
-/* read_check.h - reads for the unit tests (tests/unit/ra, tests/unit/xattr),
+/* read_check.h - reads for the unit tests (tests/unit/data, tests/unit/stats),
  * through the data path's own read function (afs_data_read()), every byte
  * checked.  Returns errors instead of asserting, so reader threads can use
  * it.

@@ -25,20 +25,25 @@
 
 #include "cache/cache.h"
 #include "data_internal.h"
-#include "file_fixture.h"
+#include "../fixture/data_path.h"
 
 #define KIB 1024u
 #define PIECE (64 * KIB)
 
 static int setup_piece(void **state, uint64_t piece)
 {
-	struct file_fixture *fx = calloc(1, sizeof(*fx));
-	struct afs_ahead_config w;
+	struct data_path *fx = calloc(1, sizeof(*fx));
+	struct afs_ahead_config cfg;
 
 	assert_non_null(fx);
-	afs_ahead_config_init(&w);
-	w.write_behind = piece;
-	file_fixture_open(fx, &w, "afs-behind");
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 16u << 20;
+	cfg.manual_reclaim = true;
+	cfg.ra.workers = 1;
+	cfg.write_behind = piece;
+	cache_thread_online();
+	data_path_tmpfile(fx, "afs-behind");
+	data_path_mount(fx, &cfg, false);
 	*state = fx;
 	return 0;
 }
@@ -55,16 +60,16 @@ static int setup_off(void **state)
 
 static int teardown(void **state)
 {
-	struct file_fixture *fx = *state;
+	struct data_path *fx = *state;
 
-	file_fixture_close(fx);
+	data_path_close(fx);
 	free(fx);
 	return 0;
 }
 
 /* Write [@off, @off + @len) to the file (real dirty pages for the thread to
  * hand over) and report it as a serving thread does. */
-static void wrote(struct file_fixture *fx, uint64_t off, uint64_t len)
+static void wrote(struct data_path *fx, uint64_t off, uint64_t len)
 {
 	static const char buf[256 * KIB];
 
@@ -73,7 +78,7 @@ static void wrote(struct file_fixture *fx, uint64_t off, uint64_t len)
 	afs_fcache_written(fx->fc, fx->fd, off, len);
 }
 
-static uint64_t counted(const struct file_fixture *fx, const uint64_t *c)
+static uint64_t counted(const struct data_path *fx, const uint64_t *c)
 {
 	(void)fx;
 	return __atomic_load_n(c, __ATOMIC_ACQUIRE);
@@ -81,7 +86,7 @@ static uint64_t counted(const struct file_fixture *fx, const uint64_t *c)
 
 /* Wait (at most 2 s) until the thread has handed over @bytes, then a
  * little longer for anything more; return the bytes handed over. */
-static uint64_t handed(const struct file_fixture *fx, uint64_t bytes)
+static uint64_t handed(const struct data_path *fx, uint64_t bytes)
 {
 	const uint64_t *b = &fx->a->behind_counts.bytes;
 	struct timespec ms = {0, 1000 * 1000};
@@ -96,7 +101,7 @@ static uint64_t handed(const struct file_fixture *fx, uint64_t bytes)
 
 static void test_sequential(void **state)
 {
-	struct file_fixture *fx = *state;
+	struct data_path *fx = *state;
 
 	/* 4 KiB writes, then one ending mid-page: whole pieces of whole
 	 * pages go, the partly written last page stays. */
@@ -111,7 +116,7 @@ static void test_sequential(void **state)
 
 static void test_reordered(void **state)
 {
-	struct file_fixture *fx = *state;
+	struct data_path *fx = *state;
 
 	/* Pairs of 16 KiB requests taken second first. */
 	for (uint64_t off = 0; off < 4 * PIECE; off += 32 * KIB) {
@@ -123,7 +128,7 @@ static void test_reordered(void **state)
 
 static void test_overtaken(void **state)
 {
-	struct file_fixture *fx = *state;
+	struct data_path *fx = *state;
 
 	for (uint64_t off = 0; off < PIECE; off += 16 * KIB)
 		wrote(fx, off, 16 * KIB);
@@ -139,7 +144,7 @@ static void test_overtaken(void **state)
 
 static void test_sparse(void **state)
 {
-	struct file_fixture *fx = *state;
+	struct data_path *fx = *state;
 
 	/* Every other page of 4 pieces: the run's span is twice its bytes. */
 	for (uint64_t off = 0; off < 4 * PIECE; off += 8 * KIB)
@@ -149,7 +154,7 @@ static void test_sparse(void **state)
 
 static void test_rewritten(void **state)
 {
-	struct file_fixture *fx = *state;
+	struct data_path *fx = *state;
 
 	/* Half a piece rewritten 100 times: never a piece's span. */
 	for (int i = 0; i < 100; i++)
@@ -160,7 +165,7 @@ static void test_rewritten(void **state)
 
 static void test_jumps(void **state)
 {
-	struct file_fixture *fx = *state;
+	struct data_path *fx = *state;
 
 	/* Jumps past the gap: every write starts a run of its own. */
 	for (uint64_t k = 0; k < 16; k++)
@@ -175,7 +180,7 @@ static void test_jumps(void **state)
 
 static void test_off(void **state)
 {
-	struct file_fixture *fx = *state;
+	struct data_path *fx = *state;
 
 	assert_null(fx->a->behind);
 	for (uint64_t off = 0; off < 4 * PIECE; off += 64 * KIB)

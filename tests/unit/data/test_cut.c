@@ -31,15 +31,14 @@
 #include "data_internal.h"
 #include "ra/ra.h"
 
+#include "../fixture/data_path.h"
+
 #define PAGE 4096u
 #define MIB (1u << 20)
 #define CHURN_NS 1500000000ll /* how long the writer churns */
 
 struct fixture {
-	char path[64];
-	int fd;
-	struct afs_ahead *a;
-	struct afs_fcache *fc;
+	struct data_path dp; /* the file, its mount, its afs_fcache */
 	bool stop; /* __atomic */
 	uint64_t cuts;
 };
@@ -66,26 +65,16 @@ static void fill(int fd, uint64_t from, uint64_t to, uint32_t gen)
 
 static int setup(void **state)
 {
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	struct afs_ahead_config cfg = {
 		.cache_size = 64u << 20,
 		.ra = {.max_bytes = 512 << 10, .workers = 2}};
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct afs_file_key key;
-	struct stat st;
-	char err[256];
 
 	cache_thread_online();
 	assert_non_null(fx);
-	snprintf(fx->path, sizeof(fx->path), "%s/afs-cut-XXXXXX", dir);
-	fx->fd = mkstemp(fx->path);
-	assert_true(fx->fd >= 0);
-	fill(fx->fd, 0, 2 * MIB, 1);
-	assert_int_equal(fstat(fx->fd, &st), 0);
-	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
-	key = (struct afs_file_key){.dev = st.st_dev, .ino = st.st_ino};
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->fc), 0);
-	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
+	data_path_tmpfile(&fx->dp, "afs-cut");
+	fill(fx->dp.fd, 0, 2 * MIB, 1);
+	data_path_mount(&fx->dp, &cfg, true);
 	*state = fx;
 	return 0;
 }
@@ -94,10 +83,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	afs_fcache_put(fx->fc);
-	afs_ahead_destroy(fx->a);
-	close(fx->fd);
-	unlink(fx->path);
+	data_path_close(&fx->dp);
 	free(fx);
 	return 0;
 }
@@ -167,7 +153,7 @@ static void *reader_main(void *arg)
 
 		rd->off = 0;
 		do {
-			struct afs_read r = {.fc = fx->fc,
+			struct afs_read r = {.fc = fx->dp.fc,
 					     .ra = &st,
 					     .fd = rd->fd,
 					     .keep_data = rd->keep_data,
@@ -179,7 +165,7 @@ static void *reader_main(void *arg)
 
 			before = rd->off;
 			assert_int_equal(
-				afs_data_read(fx->a, &r, rd->off, 256 << 10),
+				afs_data_read(fx->dp.a, &r, rd->off, 256 << 10),
 				0);
 		} while (rd->off > before);
 		rd->passes++;
@@ -203,8 +189,8 @@ static void *writer_main(void *arg)
 		seed ^= seed << 17;
 		cut = (seed % (128 << 10)) & ~3ull;
 		to = (MIB / 2 + (seed >> 20) % (3 * MIB / 2)) & ~3ull;
-		assert_int_equal(ftruncate(fx->fd, (off_t)cut), 0);
-		fill(fx->fd, cut, to, ++gen);
+		assert_int_equal(ftruncate(fx->dp.fd, (off_t)cut), 0);
+		fill(fx->dp.fd, cut, to, ++gen);
 		fx->cuts++;
 	}
 	__atomic_store_n(&fx->stop, true, __ATOMIC_RELEASE);
@@ -219,14 +205,14 @@ static void test_churn_no_zero_word(void **state)
 	struct ra_file_stats rs;
 	pthread_t w, t[2];
 
-	ra_file_stats(fx->fc->raf, &rs);
+	ra_file_stats(fx->dp.fc->raf, &rs);
 	if (rs.backing_io != RA_BACKING_IO_DIRECT) {
 		print_message(
 			"backing takes no O_DIRECT: churn test skipped\n");
 		skip();
 	}
 	for (int k = 0; k < 2; k++) {
-		rd[k].fd = open(fx->path, O_RDONLY);
+		rd[k].fd = open(fx->dp.path, O_RDONLY);
 		assert_true(rd[k].fd >= 0);
 		assert_int_equal(
 			pthread_create(&t[k], NULL, reader_main, &rd[k]), 0);
@@ -257,21 +243,21 @@ static void test_churn_no_zero_word(void **state)
 static void test_end_pages_not_served_past_their_end(void **state)
 {
 	struct fixture *fx = *state;
-	struct reader rd = {.fx = fx, .keep_data = true, .fd = fx->fd};
-	struct afs_read r = {.fc = fx->fc,
-			     .fd = fx->fd,
+	struct reader rd = {.fx = fx, .keep_data = true, .fd = fx->dp.fd};
+	struct afs_read r = {.fc = fx->dp.fc,
+			     .fd = fx->dp.fd,
 			     .keep_data = true,
 			     .reply = reply_count,
 			     .ctx = &rd};
 
-	assert_int_equal(ftruncate(fx->fd, MIB + 1000), 0);
-	assert_int_equal(afs_fcache_warm(fx->fc, MIB / PAGE, 16), 16);
-	fill(fx->fd, MIB + 1000, 2 * MIB, 2);
+	assert_int_equal(ftruncate(fx->dp.fd, MIB + 1000), 0);
+	assert_int_equal(afs_fcache_warm(fx->dp.fc, MIB / PAGE, 16), 16);
+	fill(fx->dp.fd, MIB + 1000, 2 * MIB, 2);
 	rd.off = MIB;
-	assert_int_equal(afs_data_read(fx->a, &r, MIB, 16 * PAGE), 0);
+	assert_int_equal(afs_data_read(fx->dp.a, &r, MIB, 16 * PAGE), 0);
 	assert_int_equal(rd.bytes, 16 * PAGE);
 	assert_int_equal(rd.zero_words, 0);
-	assert_int_equal(afs_fcache_size(fx->fc), 2 * MIB);
+	assert_int_equal(afs_fcache_size(fx->dp.fc), 2 * MIB);
 }
 
 int main(void)

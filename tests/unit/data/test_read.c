@@ -27,15 +27,13 @@
 #include "data_internal.h"
 #include "ra/ra.h"
 
+#include "../fixture/data_path.h"
+
 #define PAGE 4096u
 #define NPAGES 512u
 
 struct fixture {
-	char path[64];
-	int fd;
-	struct stat st;
-	struct afs_ahead *a;
-	struct afs_fcache *fc;
+	struct data_path dp; /* the file, its mount, its afs_fcache */
 	struct afs_fcache *other; /* a second file a test made, or NULL */
 	int other_fd;
 };
@@ -50,50 +48,43 @@ static uint8_t pattern(uint64_t off)
  * served from there (read.c), around the cache these tests look at. */
 static void drop_page_cache(struct fixture *fx)
 {
-	assert_int_equal(fdatasync(fx->fd), 0);
-	assert_int_equal(posix_fadvise(fx->fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	assert_int_equal(fdatasync(fx->dp.fd), 0);
+	assert_int_equal(posix_fadvise(fx->dp.fd, 0, 0, POSIX_FADV_DONTNEED),
+			 0);
 }
 
 static void write_file(struct fixture *fx, uint64_t size)
 {
 	uint8_t buf[PAGE];
 
-	assert_int_equal(ftruncate(fx->fd, 0), 0);
+	assert_int_equal(ftruncate(fx->dp.fd, 0), 0);
 	for (uint64_t off = 0; off < size; off += PAGE) {
 		uint64_t n = size - off < PAGE ? size - off : PAGE;
 
 		for (uint64_t b = 0; b < n; b++)
 			buf[b] = pattern(off + b);
-		assert_int_equal(pwrite(fx->fd, buf, n, (off_t)off),
+		assert_int_equal(pwrite(fx->dp.fd, buf, n, (off_t)off),
 				 (ssize_t)n);
 	}
-	assert_int_equal(fstat(fx->fd, &fx->st), 0);
+	assert_int_equal(fstat(fx->dp.fd, &fx->dp.st), 0);
 	drop_page_cache(fx);
 }
 
 static int setup_budget(void **state, uint64_t budget, uint64_t size)
 {
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct afs_file_key key;
-	char err[256];
 
 	cache_thread_online();
 	assert_non_null(fx);
-	snprintf(fx->path, sizeof(fx->path), "%s/afs-read-XXXXXX", dir);
-	fx->fd = mkstemp(fx->path);
-	assert_true(fx->fd >= 0);
+	data_path_tmpfile(&fx->dp, "afs-read");
 	write_file(fx, size);
 	afs_ahead_config_init(&cfg);
 	cfg.cache_size = budget;
 	cfg.manual_reclaim = true;
 	cfg.ra.max_bytes = 256 << 10;
 	cfg.ra.workers = 2;
-	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
-	key = (struct afs_file_key){.dev = fx->st.st_dev, .ino = fx->st.st_ino};
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fx->fc), 0);
-	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
+	data_path_mount(&fx->dp, &cfg, true);
 	*state = fx;
 	return 0;
 }
@@ -122,10 +113,7 @@ static int teardown(void **state)
 	afs_fcache_put(fx->other);
 	if (fx->other_fd > 0)
 		close(fx->other_fd);
-	afs_fcache_put(fx->fc);
-	afs_ahead_destroy(fx->a);
-	close(fx->fd);
-	unlink(fx->path);
+	data_path_close(&fx->dp);
 	free(fx);
 	return 0;
 }
@@ -213,16 +201,16 @@ static void wait_hook(void *ctx, struct cache_wait_cancel *wc)
 static int do_read(struct fixture *fx, struct ra_state *st, uint64_t off,
 		   size_t size, bool keep, struct reply *out)
 {
-	struct afs_read r = {.fc = fx->fc,
+	struct afs_read r = {.fc = fx->dp.fc,
 			     .ra = st,
-			     .fd = fx->fd,
+			     .fd = fx->dp.fd,
 			     .keep_data = keep,
 			     .reply = reply_check,
 			     .wait = wait_hook,
 			     .ctx = out};
 
 	out->off = off;
-	return afs_data_read(fx->a, &r, off, size);
+	return afs_data_read(fx->dp.a, &r, off, size);
 }
 
 /* Wait until no page of the file has I/O in flight. */
@@ -232,7 +220,7 @@ static void settle(struct fixture *fx)
 		struct cache_page *p;
 
 		rcu_read_lock();
-		p = cache_lookup_rcu(fx->fc->map, i);
+		p = cache_lookup_rcu(fx->dp.fc->map, i);
 		if (p && !cache_page_tryget(p))
 			p = NULL;
 		rcu_read_unlock();
@@ -246,14 +234,14 @@ static void settle(struct fixture *fx)
 static void file_stats(struct fixture *fx, struct ra_file_stats *rs,
 		       struct cache_mapping_stats *ms)
 {
-	ra_file_stats(fx->fc->raf, rs);
-	cache_mapping_stats(fx->fc->map, ms);
+	ra_file_stats(fx->dp.fc->raf, rs);
+	cache_mapping_stats(fx->dp.fc->map, ms);
 }
 
 static void test_miss_then_hit_from_pages(void **state)
 {
 	struct fixture *fx = *state;
-	struct reply miss = {0}, hit = {.fc = fx->fc};
+	struct reply miss = {0}, hit = {.fc = fx->dp.fc};
 	struct cache_mapping_stats ms;
 	struct ra_file_stats rs;
 	uint64_t reads;
@@ -360,14 +348,14 @@ static void test_grown_behind(void **state)
 {
 	struct fixture *fx = *state;
 	struct reply r = {0};
-	uint64_t changes = afs_fcache_changes(fx->fc);
+	uint64_t changes = afs_fcache_changes(fx->dp.fc);
 
 	write_file(fx, 20000);
 	assert_int_equal(do_read(fx, NULL, 8192, 12000, true, &r), 0);
 	assert_int_equal(r.bytes, 20000 - 8192);
 	assert_false(r.bad);
-	assert_int_equal(afs_fcache_size(fx->fc), 20000);
-	assert_int_equal(afs_fcache_changes(fx->fc), changes + 1);
+	assert_int_equal(afs_fcache_size(fx->dp.fc), 20000);
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), changes + 1);
 }
 
 /* The file shrank behind the mount, with no word to aheadfs: a read the
@@ -379,16 +367,16 @@ static void test_shrunk_behind(void **state)
 {
 	struct fixture *fx = *state;
 	struct reply a = {0}, b = {0}, c = {0}, d = {0};
-	uint64_t changes = afs_fcache_changes(fx->fc);
+	uint64_t changes = afs_fcache_changes(fx->dp.fc);
 
-	assert_int_equal(ftruncate(fx->fd, 16 * PAGE), 0);
-	assert_int_equal(afs_fcache_size(fx->fc), NPAGES * PAGE);
+	assert_int_equal(ftruncate(fx->dp.fd, 16 * PAGE), 0);
+	assert_int_equal(afs_fcache_size(fx->dp.fc), NPAGES * PAGE);
 	assert_int_equal(do_read(fx, NULL, 64 * PAGE, 4 * PAGE, true, &a), 0);
 	assert_int_equal(a.calls, 1);
 	assert_int_equal(a.bytes, 0);
 	assert_false(a.bad);
-	assert_int_equal(afs_fcache_size(fx->fc), 16 * PAGE);
-	assert_int_equal(afs_fcache_changes(fx->fc), changes + 1);
+	assert_int_equal(afs_fcache_size(fx->dp.fc), 16 * PAGE);
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), changes + 1);
 	/* A read across the new EOF is cut there; one inside is the data. */
 	assert_int_equal(do_read(fx, NULL, 14 * PAGE, 4 * PAGE, true, &b), 0);
 	assert_int_equal(b.bytes, 2 * PAGE);
@@ -411,7 +399,7 @@ static void test_handed_over_pages_become_history(void **state)
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, false, &r), 0);
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, false, &again), 0);
 	assert_false(again.bad);
-	cache_mapping_stats(fx->fc->map, &ms);
+	cache_mapping_stats(fx->dp.fc->map, &ms);
 	assert_true(ms.to_history >= 4);
 	assert_true(ms.misses >= 8); /* history is no data: missed again */
 }
@@ -439,26 +427,26 @@ static int resident(int fd, uint64_t off, uint64_t len)
 static void test_resident_read_around_cache(void **state)
 {
 	struct fixture *fx = *state;
-	struct reply kernel = {.fc = fx->fc}, keep = {0}, cold = {0};
+	struct reply kernel = {.fc = fx->dp.fc}, keep = {0}, cold = {0};
 	struct cache_mapping_stats ms;
 	struct ra_file_stats rs;
 	struct ra_state st, other;
 	static char buf[NPAGES * PAGE];
 
-	if (resident(fx->fd, 0, PAGE) < 0)
+	if (resident(fx->dp.fd, 0, PAGE) < 0)
 		skip();
 	ra_state_init(&st);
-	assert_int_equal(pread(fx->fd, buf, sizeof(buf), 0),
+	assert_int_equal(pread(fx->dp.fd, buf, sizeof(buf), 0),
 			 (ssize_t)sizeof(buf));
-	assert_int_equal(resident(fx->fd, 0, sizeof(buf)), 1);
+	assert_int_equal(resident(fx->dp.fd, 0, sizeof(buf)), 1);
 
 	assert_int_equal(do_read(fx, &st, 0, 16 * PAGE, false, &kernel), 0);
 	assert_int_equal(kernel.calls, 1);
 	assert_int_equal(kernel.bytes, 16 * PAGE);
 	assert_false(kernel.bad);
 	assert_false(kernel.from_pages); /* the thread's buffer */
-	assert_int_equal(fx->fc->resident_reads, 1);
-	assert_int_equal(fx->a->resident_reads, 1);
+	assert_int_equal(fx->dp.fc->resident_reads, 1);
+	assert_int_equal(fx->dp.a->resident_reads, 1);
 	file_stats(fx, &rs, &ms);
 	assert_int_equal(ms.inserted, 0);
 	assert_int_equal(ms.history_pages, 16);
@@ -468,22 +456,22 @@ static void test_resident_read_around_cache(void **state)
 	/* Out of the page cache: the stream goes on through the cache, its
 	 * next read a sequential miss (a window), not a random one. */
 	drop_page_cache(fx);
-	assert_int_equal(resident(fx->fd, 16 * PAGE, 16 * PAGE), 0);
+	assert_int_equal(resident(fx->dp.fd, 16 * PAGE, 16 * PAGE), 0);
 	assert_int_equal(do_read(fx, &st, 16 * PAGE, 16 * PAGE, false, &cold),
 			 0);
 	assert_int_equal(cold.bytes, 16 * PAGE);
 	assert_false(cold.bad);
 	settle(fx);
 	file_stats(fx, &rs, &ms);
-	assert_int_equal(fx->fc->resident_reads, 1);
+	assert_int_equal(fx->dp.fc->resident_reads, 1);
 	assert_int_equal(rs.c.decisions[RA_KIND_SEQ_MISS], 1);
 	assert_int_equal(rs.c.decisions[RA_KIND_RANDOM], 0);
 	assert_true(rs.backing_reads >= 1);
 
 	/* Direct mode keeps the data: through the cache, resident or not. */
-	assert_int_equal(pread(fx->fd, buf, sizeof(buf), 0),
+	assert_int_equal(pread(fx->dp.fd, buf, sizeof(buf), 0),
 			 (ssize_t)sizeof(buf));
-	assert_int_equal(resident(fx->fd, 0, sizeof(buf)), 1);
+	assert_int_equal(resident(fx->dp.fd, 0, sizeof(buf)), 1);
 	ra_state_init(&other);
 	assert_int_equal(do_read(fx, &other, 256 * PAGE, 4 * PAGE, true, &keep),
 			 0);
@@ -492,9 +480,9 @@ static void test_resident_read_around_cache(void **state)
 	settle(fx);
 	ra_state_destroy(&other);
 	file_stats(fx, &rs, &ms);
-	assert_int_equal(fx->fc->resident_reads, 1);
+	assert_int_equal(fx->dp.fc->resident_reads, 1);
 	rcu_read_lock();
-	assert_non_null(cache_lookup_rcu(fx->fc->map, 256));
+	assert_non_null(cache_lookup_rcu(fx->dp.fc->map, 256));
 	rcu_read_unlock();
 	ra_state_destroy(&st);
 }
@@ -503,9 +491,9 @@ static void test_resident_read_around_cache(void **state)
 static int spliced_read(struct fixture *fx, struct ra_state *st, uint64_t off,
 			size_t size, struct reply *out)
 {
-	struct afs_read rd = {.fc = fx->fc,
+	struct afs_read rd = {.fc = fx->dp.fc,
 			      .ra = st,
-			      .fd = fx->fd,
+			      .fd = fx->dp.fd,
 			      .reply = reply_check,
 			      .reply_fd = reply_fd_check,
 			      .fd_min = 2 * PAGE,
@@ -513,7 +501,7 @@ static int spliced_read(struct fixture *fx, struct ra_state *st, uint64_t off,
 			      .ctx = out};
 
 	out->off = off;
-	return afs_data_read(fx->a, &rd, off, size);
+	return afs_data_read(fx->dp.a, &rd, off, size);
 }
 
 /* With a spliced reply on offer, a resident read of a length the adapter
@@ -537,16 +525,16 @@ static void test_resident_read_spliced(void **state)
 	};
 	uint64_t spliced = 0;
 
-	if (resident(fx->fd, 0, PAGE) < 0)
+	if (resident(fx->dp.fd, 0, PAGE) < 0)
 		skip();
 	ra_state_init(&st);
-	assert_int_equal(pread(fx->fd, buf, sizeof(buf), 0),
+	assert_int_equal(pread(fx->dp.fd, buf, sizeof(buf), 0),
 			 (ssize_t)sizeof(buf));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct reply r = {0};
 
-		assert_int_equal(resident(fx->fd, cases[i].off, cases[i].size),
-				 1);
+		assert_int_equal(
+			resident(fx->dp.fd, cases[i].off, cases[i].size), 1);
 		assert_int_equal(
 			spliced_read(fx, &st, cases[i].off, cases[i].size, &r),
 			0);
@@ -555,9 +543,9 @@ static void test_resident_read_spliced(void **state)
 		assert_int_equal(r.fd_calls, cases[i].spliced ? 1 : 0);
 		assert_int_equal(r.calls, cases[i].spliced ? 0 : 1);
 		spliced += cases[i].spliced;
-		assert_int_equal(fx->fc->resident_reads, i + 1);
-		assert_int_equal(fx->fc->resident_spliced, spliced);
-		assert_int_equal(fx->a->resident_spliced, spliced);
+		assert_int_equal(fx->dp.fc->resident_reads, i + 1);
+		assert_int_equal(fx->dp.fc->resident_spliced, spliced);
+		assert_int_equal(fx->dp.a->resident_spliced, spliced);
 	}
 	/* Not resident: no splice offered to the adapter, the cache reads. */
 	{
@@ -569,7 +557,7 @@ static void test_resident_read_spliced(void **state)
 		assert_int_equal(r.bytes, 8 * PAGE);
 		assert_false(r.bad);
 		assert_int_equal(r.fd_calls, 0);
-		assert_int_equal(fx->fc->resident_spliced, spliced);
+		assert_int_equal(fx->dp.fc->resident_spliced, spliced);
 		settle(fx);
 	}
 	ra_state_destroy(&st);
@@ -583,8 +571,8 @@ static void test_cancelled_wait(void **state)
 	unsigned int got;
 
 	/* Someone's I/O in flight on pages 10..13. */
-	assert_int_equal(cache_insert_range(fx->fc->map, 10, 4, CACHE_NO_MARK,
-					    0, pages, &got),
+	assert_int_equal(cache_insert_range(fx->dp.fc->map, 10, 4,
+					    CACHE_NO_MARK, 0, pages, &got),
 			 0);
 	assert_int_equal(got, 4);
 	assert_int_equal(do_read(fx, NULL, 10 * PAGE, 4 * PAGE, true, &r),
@@ -616,7 +604,7 @@ static void test_mark_in_flight_acted_on_first(void **state)
 	unsigned int got;
 
 	/* A window's I/O in flight on pages 10..13, its mark on page 10. */
-	assert_int_equal(cache_insert_range(fx->fc->map, 10, 4, 10,
+	assert_int_equal(cache_insert_range(fx->dp.fc->map, 10, 4, 10,
 					    CACHE_INSERT_PREFETCH, pages, &got),
 			 0);
 	assert_int_equal(got, 4);
@@ -654,19 +642,19 @@ static void test_backing_error(void **state)
 
 	assert_true(mem >= 0);
 	fx->other_fd = mem;
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &bad), 0);
+	assert_int_equal(afs_fcache_lookup(fx->dp.a, &key, &st, &bad), 0);
 	fx->other = bad;
 	assert_int_equal(afs_fcache_ra(bad, mem), 0);
 	rd.fc = bad;
 	rd.fd = mem;
-	rc = afs_data_read(fx->a, &rd, 0, 2 * PAGE);
+	rc = afs_data_read(fx->dp.a, &rd, 0, 2 * PAGE);
 	assert_true(rc == -EIO || rc == -EFAULT);
 	assert_int_equal(r.calls, 0);
 	rcu_read_lock();
 	assert_null(cache_lookup_rcu(bad->map, 0));
 	assert_null(cache_lookup_rcu(bad->map, 1));
 	rcu_read_unlock();
-	assert_int_equal(afs_data_read(fx->a, &rd, 0, 2 * PAGE), rc);
+	assert_int_equal(afs_data_read(fx->dp.a, &rd, 0, 2 * PAGE), rc);
 	ra_file_stats(bad->raf, &rs);
 	cache_mapping_stats(bad->map, &ms);
 	assert_true(rs.c.errors >= 2); /* tried again, failed again */
@@ -683,7 +671,7 @@ static void test_no_room_served_around(void **state)
 	unsigned int got;
 	int rc;
 
-	assert_int_equal(cache_insert_range(fx->fc->map, 400, TINY_PAGES,
+	assert_int_equal(cache_insert_range(fx->dp.fc->map, 400, TINY_PAGES,
 					    CACHE_NO_MARK, 0, pages, &got),
 			 0);
 	assert_true(got > 0);
@@ -693,8 +681,8 @@ static void test_no_room_served_around(void **state)
 	assert_int_equal(rc, 0);
 	assert_int_equal(r.bytes, 8 * PAGE);
 	assert_false(r.bad);
-	assert_int_equal(fx->fc->uncached_reads, 1);
-	assert_int_equal(fx->a->uncached_reads, 1);
+	assert_int_equal(fx->dp.fc->uncached_reads, 1);
+	assert_int_equal(fx->dp.a->uncached_reads, 1);
 }
 
 /* The identity: a change behind the mount drops the pages and counts; the
@@ -707,51 +695,54 @@ static void test_identity(void **state)
 
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
 	settle(fx);
-	assert_int_equal(fstat(fx->fd, &st), 0);
-	assert_false(afs_fcache_revalidate(fx->fc, &st)); /* unchanged */
-	assert_int_equal(afs_fcache_changes(fx->fc), 0);
+	assert_int_equal(fstat(fx->dp.fd, &st), 0);
+	assert_false(afs_fcache_revalidate(fx->dp.fc, &st)); /* unchanged */
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 0);
 
 	st.st_mtim.tv_nsec ^= 1; /* written behind the mount */
-	assert_true(afs_fcache_revalidate(fx->fc, &st));
-	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+	assert_true(afs_fcache_revalidate(fx->dp.fc, &st));
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 1);
 	rcu_read_lock();
-	assert_null(cache_lookup_rcu(fx->fc->map, 0));
+	assert_null(cache_lookup_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
-	assert_false(afs_fcache_revalidate(fx->fc, &st)); /* now known */
+	assert_false(afs_fcache_revalidate(fx->dp.fc, &st)); /* now known */
 
 	/* Through the mount: a write, then the backing's new identity. */
 	r = (struct reply){0};
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
 	settle(fx);
-	assert_int_equal(pwrite(fx->fd, "x", 1, 5), 1);
-	afs_fcache_changed(fx->fc, fx->fd, 5, 1, false);
+	assert_int_equal(pwrite(fx->dp.fd, "x", 1, 5), 1);
+	afs_fcache_changed(fx->dp.fc, fx->dp.fd, 5, 1, false);
 	rcu_read_lock();
-	assert_null(cache_lookup_rcu(fx->fc->map, 0)); /* the page written */
-	assert_non_null(cache_lookup_rcu(fx->fc->map, 1)); /* others stay */
+	assert_null(cache_lookup_rcu(fx->dp.fc->map, 0)); /* the page written */
+	assert_non_null(cache_lookup_rcu(fx->dp.fc->map, 1)); /* others stay */
 	rcu_read_unlock();
-	assert_int_equal(fstat(fx->fd, &st), 0);
-	assert_false(afs_fcache_revalidate(fx->fc, &st));
-	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+	assert_int_equal(fstat(fx->dp.fd, &st), 0);
+	assert_false(afs_fcache_revalidate(fx->dp.fc, &st));
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 1);
 
 	/* A truncate through the mount: the new EOF at once. */
-	assert_int_equal(ftruncate(fx->fd, 3 * PAGE), 0);
-	afs_fcache_changed(fx->fc, fx->fd, 3 * PAGE, 0, true);
-	assert_int_equal(afs_fcache_size(fx->fc), 3 * PAGE);
-	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+	assert_int_equal(ftruncate(fx->dp.fd, 3 * PAGE), 0);
+	afs_fcache_changed(fx->dp.fc, fx->dp.fd, 3 * PAGE, 0, true);
+	assert_int_equal(afs_fcache_size(fx->dp.fc), 3 * PAGE);
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 1);
 }
 
 /* One file, one state: a lookup by the same key finds it. */
 static void test_lookup_by_key(void **state)
 {
 	struct fixture *fx = *state;
-	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct afs_file_key key = {.dev = fx->dp.st.st_dev,
+				   .ino = fx->dp.st.st_ino};
 	struct afs_fcache *same, *other;
 
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &same), 0);
-	assert_ptr_equal(same, fx->fc);
+	assert_int_equal(afs_fcache_lookup(fx->dp.a, &key, &fx->dp.st, &same),
+			 0);
+	assert_ptr_equal(same, fx->dp.fc);
 	key.gen = 1; /* the inode number reused: another file */
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &other), 0);
-	assert_ptr_not_equal(other, fx->fc);
+	assert_int_equal(afs_fcache_lookup(fx->dp.a, &key, &fx->dp.st, &other),
+			 0);
+	assert_ptr_not_equal(other, fx->dp.fc);
 	afs_fcache_put(other);
 	afs_fcache_put(same);
 }
@@ -761,35 +752,37 @@ static void test_lookup_by_key(void **state)
 static void test_idle_revived_same_pages(void **state)
 {
 	struct fixture *fx = *state;
-	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct afs_file_key key = {.dev = fx->dp.st.st_dev,
+				   .ino = fx->dp.st.st_ino};
 	struct reply r = {0}, hit = {0};
 	struct cache_mapping_stats ms;
 	struct ra_file_stats rs;
-	struct afs_fcache *old = fx->fc;
+	struct afs_fcache *old = fx->dp.fc;
 	struct cache_page *p0;
 
 	assert_int_equal(do_read(fx, NULL, 0, 8 * PAGE, true, &r), 0);
 	settle(fx);
 	rcu_read_lock();
-	p0 = cache_lookup_rcu(fx->fc->map, 0);
+	p0 = cache_lookup_rcu(fx->dp.fc->map, 0);
 	rcu_read_unlock();
 	assert_non_null(p0);
-	afs_fcache_put(fx->fc); /* the last reference: idle, not freed */
-	fx->fc = NULL;
-	assert_int_equal(fx->a->nidle, 1);
-	assert_int_equal(fx->a->nfiles, 1);
+	afs_fcache_put(fx->dp.fc); /* the last reference: idle, not freed */
+	fx->dp.fc = NULL;
+	assert_int_equal(fx->dp.a->nidle, 1);
+	assert_int_equal(fx->dp.a->nfiles, 1);
 
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fx->fc), 0);
-	assert_ptr_equal(fx->fc, old);
-	assert_int_equal(fx->a->nidle, 0);
-	assert_int_equal(fx->a->revived, 1);
-	assert_int_equal(fx->a->revived_changed, 0);
-	assert_null(fx->fc->raf); /* closed while idle, reopened on use */
-	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
+	assert_int_equal(
+		afs_fcache_lookup(fx->dp.a, &key, &fx->dp.st, &fx->dp.fc), 0);
+	assert_ptr_equal(fx->dp.fc, old);
+	assert_int_equal(fx->dp.a->nidle, 0);
+	assert_int_equal(fx->dp.a->revived, 1);
+	assert_int_equal(fx->dp.a->revived_changed, 0);
+	assert_null(fx->dp.fc->raf); /* closed while idle, reopened on use */
+	assert_int_equal(afs_fcache_ra(fx->dp.fc, fx->dp.fd), 0);
 	rcu_read_lock();
-	assert_ptr_equal(cache_lookup_rcu(fx->fc->map, 0), p0);
+	assert_ptr_equal(cache_lookup_rcu(fx->dp.fc->map, 0), p0);
 	rcu_read_unlock();
-	hit.fc = fx->fc;
+	hit.fc = fx->dp.fc;
 	rcu_read_lock();
 	assert_int_equal(do_read(fx, NULL, 0, 8 * PAGE, true, &hit), 0);
 	rcu_read_unlock();
@@ -806,28 +799,29 @@ static void test_idle_revived_same_pages(void **state)
 static void test_idle_revived_changed(void **state)
 {
 	struct fixture *fx = *state;
-	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct afs_file_key key = {.dev = fx->dp.st.st_dev,
+				   .ino = fx->dp.st.st_ino};
 	struct reply r = {0};
 	struct stat st;
 	uint8_t b;
 
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
 	settle(fx);
-	afs_fcache_put(fx->fc);
-	fx->fc = NULL;
+	afs_fcache_put(fx->dp.fc);
+	fx->dp.fc = NULL;
 	/* Behind the mount, same size: only the times tell. */
 	b = (uint8_t)(pattern(5) ^ 0xff);
-	assert_int_equal(pwrite(fx->fd, &b, 1, 5), 1);
-	assert_int_equal(fstat(fx->fd, &st), 0);
+	assert_int_equal(pwrite(fx->dp.fd, &b, 1, 5), 1);
+	assert_int_equal(fstat(fx->dp.fd, &st), 0);
 	st.st_mtim.tv_nsec ^= 1; /* coarse clocks: make sure it differs */
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->fc), 0);
-	assert_int_equal(fx->a->revived, 1);
-	assert_int_equal(fx->a->revived_changed, 1);
-	assert_int_equal(afs_fcache_changes(fx->fc), 1);
+	assert_int_equal(afs_fcache_lookup(fx->dp.a, &key, &st, &fx->dp.fc), 0);
+	assert_int_equal(fx->dp.a->revived, 1);
+	assert_int_equal(fx->dp.a->revived_changed, 1);
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 1);
 	rcu_read_lock();
-	assert_null(cache_lookup_rcu(fx->fc->map, 0));
+	assert_null(cache_lookup_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
-	assert_int_equal(pwrite(fx->fd, (uint8_t[]){pattern(5)}, 1, 5), 1);
+	assert_int_equal(pwrite(fx->dp.fd, (uint8_t[]){pattern(5)}, 1, 5), 1);
 }
 
 /* The idle limit: the oldest idle files go first; a file with nothing
@@ -838,7 +832,6 @@ static void test_idle_limit(void **state)
 	struct afs_ahead_config cfg;
 	struct afs_fcache *fc[4];
 	struct afs_ahead *a;
-	char err[256];
 
 	afs_ahead_config_init(&cfg);
 	cfg.cache_size = 64u << 20;
@@ -846,13 +839,13 @@ static void test_idle_limit(void **state)
 	cfg.idle_files = 2;
 	cfg.ra.max_bytes = 256 << 10;
 	cfg.ra.workers = 1;
-	assert_int_equal(afs_ahead_create(&cfg, &a, err, sizeof(err)), 0);
+	a = data_path_ahead(&cfg);
 	for (int i = 0; i < 4; i++) {
 		struct afs_file_key key = {.dev = 1, .ino = 100 + i};
 		struct cache_page *p;
 		unsigned int n;
 
-		assert_int_equal(afs_fcache_lookup(a, &key, &fx->st, &fc[i]),
+		assert_int_equal(afs_fcache_lookup(a, &key, &fx->dp.st, &fc[i]),
 				 0);
 		if (i == 3)
 			continue; /* nothing cached */
@@ -871,7 +864,7 @@ static void test_idle_limit(void **state)
 		struct afs_file_key key = {.dev = 1, .ino = 100 + i};
 		struct afs_fcache *again;
 
-		assert_int_equal(afs_fcache_lookup(a, &key, &fx->st, &again),
+		assert_int_equal(afs_fcache_lookup(a, &key, &fx->dp.st, &again),
 				 0);
 		/* 0 was the oldest: dropped; 1 and 2 come back */
 		assert_int_equal(a->revived, i == 0 ? 0 : i > 2 ? 2 : i);
@@ -894,15 +887,16 @@ static void test_files_snapshot(void **state)
 	struct afs_file_snap *s;
 	size_t n;
 
-	afs_fcache_put(fx->fc); /* nothing cached: freed */
-	fx->fc = NULL;
+	afs_fcache_put(fx->dp.fc); /* nothing cached: freed */
+	fx->dp.fc = NULL;
 	for (int i = 0; i < 3; i++) {
 		struct afs_file_key key = {.dev = 1, .ino = 200 + i};
 		struct cache_page *p;
 		unsigned int got;
 
 		assert_int_equal(
-			afs_fcache_lookup(fx->a, &key, &fx->st, &fc[i]), 0);
+			afs_fcache_lookup(fx->dp.a, &key, &fx->dp.st, &fc[i]),
+			0);
 		assert_int_equal(cache_insert_range(fc[i]->map, 0, 1,
 						    CACHE_NO_MARK, 0, &p, &got),
 				 0);
@@ -911,18 +905,18 @@ static void test_files_snapshot(void **state)
 	afs_fcache_put(fc[0]);
 	afs_fcache_put(fc[1]); /* idle: 1 (newest), then 0 */
 	for (int round = 0; round < 2; round++) {
-		assert_int_equal(afs_ahead_files(fx->a, &s, &n), 0);
+		assert_int_equal(afs_ahead_files(fx->dp.a, &s, &n), 0);
 		assert_int_equal(n, 3);
 		assert_int_equal(s[0].key.ino, 202);
 		assert_int_equal(s[1].key.ino, 201);
 		assert_int_equal(s[2].key.ino, 200);
-		assert_int_equal(s[0].size, fx->st.st_size);
+		assert_int_equal(s[0].size, fx->dp.st.st_size);
 		for (size_t i = 0; i < n; i++)
 			cache_mapping_put(s[i].map);
 		free(s);
 	}
-	assert_int_equal(fx->a->nidle, 2);
-	assert_int_equal(fx->a->revived, 0);
+	assert_int_equal(fx->dp.a->nidle, 2);
+	assert_int_equal(fx->dp.a->revived, 0);
 	afs_fcache_put(fc[2]);
 }
 
@@ -933,30 +927,31 @@ static void test_files_snapshot(void **state)
 static void test_idle_found_by_watcher(void **state)
 {
 	struct fixture *fx = *state;
-	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
-	struct afs_fcache *found, *old = fx->fc;
+	struct afs_file_key key = {.dev = fx->dp.st.st_dev,
+				   .ino = fx->dp.st.st_ino};
+	struct afs_fcache *found, *old = fx->dp.fc;
 	struct reply r = {0};
 	size_t n = 0;
 
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
 	settle(fx);
-	afs_fcache_put(fx->fc); /* idle */
-	fx->fc = NULL;
-	assert_int_equal(fx->a->nidle, 1);
-	assert_int_equal(afs_fcache_find(fx->a, &key, &found), 0);
+	afs_fcache_put(fx->dp.fc); /* idle */
+	fx->dp.fc = NULL;
+	assert_int_equal(fx->dp.a->nidle, 1);
+	assert_int_equal(afs_fcache_find(fx->dp.a, &key, &found), 0);
 	assert_ptr_equal(found, old);
-	assert_int_equal(fx->a->nidle, 0); /* held: not on the LRU */
-	assert_int_equal(afs_ahead_drop_idle(fx->a), 0);
+	assert_int_equal(fx->dp.a->nidle, 0); /* held: not on the LRU */
+	assert_int_equal(afs_ahead_drop_idle(fx->dp.a), 0);
 	afs_fcache_put(found);
-	assert_int_equal(fx->a->nidle, 1);
-	assert_int_equal(afs_ahead_outside_all(fx->a, &n), 0);
+	assert_int_equal(fx->dp.a->nidle, 1);
+	assert_int_equal(afs_ahead_outside_all(fx->dp.a, &n), 0);
 	assert_int_equal(n, 1);
 	/* Its pages went with the overflow: the put freed it, and unlinked
 	 * from the LRU first (a file left linked there was the crash). */
-	assert_int_equal(fx->a->nidle, 0);
-	assert_int_equal(fx->a->nfiles, 0);
-	assert_int_equal(afs_ahead_drop_idle(fx->a), 0);
-	assert_int_equal(afs_ahead_outside_all(fx->a, &n), 0);
+	assert_int_equal(fx->dp.a->nidle, 0);
+	assert_int_equal(fx->dp.a->nfiles, 0);
+	assert_int_equal(afs_ahead_drop_idle(fx->dp.a), 0);
+	assert_int_equal(afs_ahead_outside_all(fx->dp.a, &n), 0);
 	assert_int_equal(n, 0);
 }
 
@@ -967,56 +962,57 @@ static void test_idle_found_by_watcher(void **state)
 static void test_outside_changes(void **state)
 {
 	struct fixture *fx = *state;
-	struct afs_file_key key = {.dev = fx->st.st_dev, .ino = fx->st.st_ino};
+	struct afs_file_key key = {.dev = fx->dp.st.st_dev,
+				   .ino = fx->dp.st.st_ino};
 	struct afs_fcache *found;
 	struct reply r = {0};
 	struct stat st;
 	size_t n = 0;
 
-	assert_int_equal(afs_fcache_find(fx->a, &key, &found), 0);
-	assert_ptr_equal(found, fx->fc);
+	assert_int_equal(afs_fcache_find(fx->dp.a, &key, &found), 0);
+	assert_ptr_equal(found, fx->dp.fc);
 	afs_fcache_put(found);
 	key.gen = 7;
-	assert_int_equal(afs_fcache_find(fx->a, &key, &found), -ENOENT);
+	assert_int_equal(afs_fcache_find(fx->dp.a, &key, &found), -ENOENT);
 	assert_null(found);
-	assert_int_equal(fx->a->nfiles, 1); /* nothing created */
+	assert_int_equal(fx->dp.a->nfiles, 1); /* nothing created */
 
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
 	settle(fx);
-	assert_int_equal(fstat(fx->fd, &st), 0);
-	assert_false(afs_fcache_outside(fx->fc, &st, false)); /* the same */
-	assert_int_equal(afs_fcache_changes(fx->fc), 0);
+	assert_int_equal(fstat(fx->dp.fd, &st), 0);
+	assert_false(afs_fcache_outside(fx->dp.fc, &st, false)); /* the same */
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 0);
 	rcu_read_lock();
-	assert_non_null(cache_lookup_rcu(fx->fc->map, 0));
+	assert_non_null(cache_lookup_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
-	assert_true(afs_fcache_outside(fx->fc, &st, true)); /* forced */
-	assert_int_equal(afs_fcache_changes(fx->fc), 1);
-	assert_int_equal(fx->a->revalidations, 1);
+	assert_true(afs_fcache_outside(fx->dp.fc, &st, true)); /* forced */
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 1);
+	assert_int_equal(fx->dp.a->revalidations, 1);
 	rcu_read_lock();
-	assert_null(cache_lookup_rcu(fx->fc->map, 0));
+	assert_null(cache_lookup_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
 
 	/* No identity: the next comparison counts and takes the backing's. */
-	assert_true(afs_fcache_outside(fx->fc, NULL, true));
-	assert_int_equal(afs_fcache_changes(fx->fc), 2);
-	assert_true(afs_fcache_revalidate(fx->fc, &st));
-	assert_false(afs_fcache_revalidate(fx->fc, &st));
-	assert_int_equal(afs_fcache_changes(fx->fc), 3);
+	assert_true(afs_fcache_outside(fx->dp.fc, NULL, true));
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 2);
+	assert_true(afs_fcache_revalidate(fx->dp.fc, &st));
+	assert_false(afs_fcache_revalidate(fx->dp.fc, &st));
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 3);
 
 	/* An overflow: every file, cached pages or not. */
 	key.gen = 7;
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->other), 0);
+	assert_int_equal(afs_fcache_lookup(fx->dp.a, &key, &st, &fx->other), 0);
 	r = (struct reply){0};
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
 	settle(fx);
-	assert_int_equal(afs_ahead_outside_all(fx->a, &n), 0);
+	assert_int_equal(afs_ahead_outside_all(fx->dp.a, &n), 0);
 	assert_int_equal(n, 2);
-	assert_int_equal(afs_fcache_changes(fx->fc), 4);
+	assert_int_equal(afs_fcache_changes(fx->dp.fc), 4);
 	assert_int_equal(afs_fcache_changes(fx->other), 1);
 	rcu_read_lock();
-	assert_null(cache_lookup_rcu(fx->fc->map, 0));
+	assert_null(cache_lookup_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
-	assert_int_equal(fx->a->nfiles, 2); /* the references given back */
+	assert_int_equal(fx->dp.a->nfiles, 2); /* the references given back */
 }
 
 int main(void)

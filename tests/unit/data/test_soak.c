@@ -44,6 +44,7 @@
 #include <cmocka.h>
 
 #include "data_internal.h"
+#include "../fixture/data_path.h"
 #include "../read_check.h"
 
 #define PAGE 4096u
@@ -323,14 +324,12 @@ static void write_file(int fd, int f)
 
 static void test_soak(void **state)
 {
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	const char *env = getenv("AHEADFS_STRESS_SECONDS");
 	struct afs_ahead_config cfg;
 	struct worker w[NREADERS + 3];
 	pthread_t th[NREADERS + 3];
 	struct soak *s = calloc(1, sizeof(*s));
 	int seconds = env ? atoi(env) : 3;
-	char err[256];
 
 	(void)state;
 	assert_non_null(s);
@@ -340,24 +339,17 @@ static void test_soak(void **state)
 	cfg.cache_size = NFILES * FILE_SIZE / 4;
 	cfg.ra.max_bytes = 256 << 10;
 	cfg.ra.workers = 2;
-	assert_int_equal(afs_ahead_create(&cfg, &s->a, err, sizeof(err)), 0);
+	s->a = data_path_ahead(&cfg);
 	for (int f = 0; f < NFILES; f++) {
-		struct afs_file_key key;
 		struct stat st;
 
-		snprintf(s->path[f], sizeof(s->path[f]), "%s/afs-soak-XXXXXX",
-			 dir);
-		s->fd[f] = mkstemp(s->path[f]);
-		assert_true(s->fd[f] >= 0);
+		s->fd[f] = data_path_tmpfile_at(s->path[f], sizeof(s->path[f]),
+						"afs-soak");
 		/* Gone at once: a failed or killed run leaves nothing (the
 		 * readahead side reopens it through /proc/self/fd). */
 		assert_int_equal(unlink(s->path[f]), 0);
 		write_file(s->fd[f], f);
-		assert_int_equal(fstat(s->fd[f], &st), 0);
-		key = (struct afs_file_key){.dev = st.st_dev, .ino = st.st_ino};
-		assert_int_equal(afs_fcache_lookup(s->a, &key, &st, &s->fc[f]),
-				 0);
-		assert_int_equal(afs_fcache_ra(s->fc[f], s->fd[f]), 0);
+		s->fc[f] = data_path_lookup(s->a, s->fd[f], 0, true, &st);
 	}
 	ra_state_init(&s->shared);
 	for (int i = 0; i < NREADERS + 3; i++) {

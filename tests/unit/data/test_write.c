@@ -30,7 +30,7 @@
 
 #include "cache/cache.h"
 #include "data_internal.h"
-#include "file_fixture.h"
+#include "../fixture/data_path.h"
 
 #define KIB 1024u
 #define MIB (1024u * KIB)
@@ -38,7 +38,7 @@
 #define WRITERS 4
 
 struct fixture {
-	struct file_fixture f;
+	struct data_path f;
 	bool takes_direct; /* the directory's filesystem takes O_DIRECT */
 	bool memory_fs; /* tmpfs or ramfs: every page is resident */
 };
@@ -53,15 +53,20 @@ static uint8_t pattern(uint64_t off, unsigned seed)
 static int setup_min(void **state, uint64_t min)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct afs_ahead_config w;
+	struct afs_ahead_config cfg;
 	char proc[32];
 	struct statfs sf;
 	int d;
 
 	assert_non_null(fx);
-	afs_ahead_config_init(&w);
-	w.write_direct = min;
-	file_fixture_open(&fx->f, &w, "afs-write");
+	afs_ahead_config_init(&cfg);
+	cfg.cache_size = 16u << 20;
+	cfg.manual_reclaim = true;
+	cfg.ra.workers = 1;
+	cfg.write_direct = min;
+	cache_thread_online();
+	data_path_tmpfile(&fx->f, "afs-write");
+	data_path_mount(&fx->f, &cfg, false);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fx->f.fd);
 	d = open(proc, O_WRONLY | O_DIRECT);
 	fx->takes_direct = d >= 0;
@@ -88,7 +93,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	file_fixture_close(&fx->f);
+	data_path_close(&fx->f);
 	free(fx);
 	return 0;
 }
@@ -290,7 +295,7 @@ static void test_one_descriptor_closed_with_the_file(void **state)
 		skip();
 	afs_fcache_put(fx->f.fc); /* the fixture's, opened with nothing */
 	before = open_fds();
-	fx->f.fc = file_fixture_lookup(&fx->f);
+	fx->f.fc = data_path_lookup(fx->f.a, fx->f.fd, 0, false, &fx->f.st);
 	pthread_barrier_init(&go, NULL, WRITERS);
 	for (unsigned k = 0; k < WRITERS; k++) {
 		w[k] = (struct writer){.fx = fx, .go = &go, .k = k};
@@ -310,7 +315,7 @@ static void test_one_descriptor_closed_with_the_file(void **state)
 
 	/* Parked idle (a page cached): closed too, and a revived
 	 * file opens its own. */
-	fx->f.fc = file_fixture_lookup(&fx->f);
+	fx->f.fc = data_path_lookup(fx->f.a, fx->f.fd, 0, false, &fx->f.st);
 	assert_true(write_at(fx, 0, MIB, 0, true, 30));
 	assert_int_equal(open_fds(), before + 1);
 	{
@@ -329,7 +334,7 @@ static void test_one_descriptor_closed_with_the_file(void **state)
 	afs_fcache_put(fx->f.fc);
 	assert_int_equal(count(&fx->f.a->nidle), 1);
 	assert_int_equal(open_fds(), before);
-	fx->f.fc = file_fixture_lookup(&fx->f);
+	fx->f.fc = data_path_lookup(fx->f.a, fx->f.fd, 0, false, &fx->f.st);
 	assert_true(write_at(fx, MIB, MIB, 0, true, 31));
 	assert_int_equal(open_fds(), before + 1);
 	check_bytes(fx, 0, MIB, 30);

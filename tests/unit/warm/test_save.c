@@ -20,6 +20,8 @@
 #include "fs/warm/state.h"
 #include "fs/warm/warm.h"
 
+#include "../fixture/data_path.h"
+
 static void fill(struct cache_mapping *m, uint64_t first, uint64_t n)
 {
 	struct cache_page *p[16];
@@ -60,7 +62,7 @@ static void test_save_runs_and_history(void **state)
 	cfg.manual_reclaim = true;
 	cfg.ra.max_bytes = 256 << 10;
 	cfg.ra.workers = 1;
-	assert_int_equal(afs_ahead_create(&cfg, &a, err, sizeof(err)), 0);
+	a = data_path_ahead(&cfg);
 	assert_int_equal(afs_fcache_lookup(a, &k1, &st, &f1), 0);
 	assert_int_equal(afs_fcache_lookup(a, &k2, &st, &f2), 0);
 	fill(afs_fcache_map(f1), 0, 4);

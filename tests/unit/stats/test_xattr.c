@@ -25,6 +25,7 @@
 #include "fs/stats/xattr.h"
 #include "data_internal.h" /* the counters set by hand below */
 #include "fs/stats/json.h"
+#include "../fixture/data_path.h"
 #include "../read_check.h"
 
 #define PAGE 4096u
@@ -33,11 +34,8 @@
 #define OWNER 1000
 
 struct fixture {
-	char path[64];
-	int fd;
-	struct stat st, dir_st;
-	struct afs_ahead *a;
-	struct afs_fcache *fc;
+	struct data_path dp; /* the file, its mount, its afs_fcache */
+	struct stat dir_st;
 	struct afs_xattr_target file, root, dir;
 };
 
@@ -49,31 +47,25 @@ static uint8_t file_byte(uint64_t off)
 
 static int make_file(struct fixture *fx, uint64_t size)
 {
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	char buf[65536];
 
-	snprintf(fx->path, sizeof(fx->path), "%s/afs-xattr-XXXXXX", dir);
-	fx->fd = mkstemp(fx->path);
-	if (fx->fd < 0)
-		return -errno;
+	data_path_tmpfile(&fx->dp, "afs-xattr");
 	memset(buf, 0x5a, sizeof(buf));
 	/* Data where the tests read; a sparse tail beyond FILE_SIZE. */
 	for (uint64_t off = 0; off < size && off < FILE_SIZE;
 	     off += sizeof(buf))
-		if (pwrite(fx->fd, buf, sizeof(buf), (off_t)off) !=
+		if (pwrite(fx->dp.fd, buf, sizeof(buf), (off_t)off) !=
 		    (ssize_t)sizeof(buf))
 			return -EIO;
-	if (ftruncate(fx->fd, (off_t)size))
+	if (ftruncate(fx->dp.fd, (off_t)size))
 		return -errno;
-	return fstat(fx->fd, &fx->st) ? -errno : 0;
+	return fstat(fx->dp.fd, &fx->dp.st) ? -errno : 0;
 }
 
 static int setup_size(void **state, uint64_t size)
 {
 	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct afs_file_key key;
-	char err[256];
 
 	cache_thread_online();
 	assert_non_null(fx);
@@ -85,24 +77,21 @@ static int setup_size(void **state, uint64_t size)
 	cfg.read_mode = AFS_READ_KERNEL;
 	cfg.ra.max_bytes = 1u << 20;
 	cfg.ra.workers = 2;
-	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
-	key = (struct afs_file_key){.dev = fx->st.st_dev, .ino = fx->st.st_ino};
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fx->fc), 0);
-	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
+	data_path_mount(&fx->dp, &cfg, true);
 	/* Counters the renderers must show as they are. */
-	fx->a->uncached_reads = 5;
-	fx->a->resident_reads = 7;
-	fx->a->resident_spliced = 2;
-	fx->a->revalidations = 6;
-	fx->fc->uncached_reads = 3;
-	fx->fc->resident_reads = 8;
-	fx->fc->resident_spliced = 1;
-	fx->fc->revalidations = 4;
+	fx->dp.a->uncached_reads = 5;
+	fx->dp.a->resident_reads = 7;
+	fx->dp.a->resident_spliced = 2;
+	fx->dp.a->revalidations = 6;
+	fx->dp.fc->uncached_reads = 3;
+	fx->dp.fc->resident_reads = 8;
+	fx->dp.fc->resident_spliced = 1;
+	fx->dp.fc->revalidations = 4;
 
 	fx->file = (struct afs_xattr_target){.is_reg = true,
 					     .shown_ino = SHOWN_INO,
-					     .st = &fx->st,
-					     .fc = fx->fc};
+					     .st = &fx->dp.st,
+					     .fc = fx->dp.fc};
 	fx->root = (struct afs_xattr_target){
 		.is_root = true, .shown_ino = 1, .st = &fx->dir_st};
 	fx->root.passthrough.c.opens = 4; /* the adapter's snapshot */
@@ -120,10 +109,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	afs_fcache_put(fx->fc);
-	afs_ahead_destroy(fx->a);
-	close(fx->fd);
-	unlink(fx->path);
+	data_path_close(&fx->dp);
 	free(fx);
 	return 0;
 }
@@ -135,8 +121,8 @@ static int teardown(void **state)
 static void test_read(struct fixture *fx, struct ra_state *st, uint64_t index,
 		      uint64_t nr)
 {
-	assert_int_equal(test_read_check(fx->a, fx->fc, fx->fd, st, index, nr,
-					 file_byte),
+	assert_int_equal(test_read_check(fx->dp.a, fx->dp.fc, fx->dp.fd, st,
+					 index, nr, file_byte),
 			 0);
 }
 
@@ -149,7 +135,7 @@ static void insert_pages(struct fixture *fx, uint64_t start, uint64_t nr)
 	while (nr) {
 		uint64_t n = nr < 256 ? nr : 256;
 
-		assert_int_equal(cache_insert_range(fx->fc->map, start, n,
+		assert_int_equal(cache_insert_range(fx->dp.fc->map, start, n,
 						    CACHE_NO_MARK, 0, pages,
 						    &got),
 				 0);
@@ -165,7 +151,7 @@ static void insert_pages(struct fixture *fx, uint64_t start, uint64_t nr)
 static char *get_value(struct fixture *fx, const struct afs_xattr_target *t,
 		       const char *name, ssize_t *len)
 {
-	ssize_t size = afs_xattr_ahead_get(fx->a, t, name, NULL, 0);
+	ssize_t size = afs_xattr_ahead_get(fx->dp.a, t, name, NULL, 0);
 	char *buf;
 
 	assert_true(size > 0);
@@ -173,7 +159,7 @@ static char *get_value(struct fixture *fx, const struct afs_xattr_target *t,
 	assert_true(size <= AFS_XATTR_VALUE_MAX);
 	buf = malloc((size_t)size + 1);
 	assert_non_null(buf);
-	*len = afs_xattr_ahead_get(fx->a, t, name, buf, (size_t)size);
+	*len = afs_xattr_ahead_get(fx->dp.a, t, name, buf, (size_t)size);
 	assert_true(*len > 0);
 	assert_true(*len <= size);
 	buf[*len] = '\0';
@@ -431,9 +417,9 @@ static void test_file_stats(void **state)
 	for (uint64_t i = 0; i < 512; i += 8)
 		test_read(fx, &st, i, 8);
 	ra_state_destroy(&st);
-	test_settle(fx->fc->map, 2048);
-	cache_mapping_stats(fx->fc->map, &ms);
-	ra_file_stats(fx->fc->raf, &rs);
+	test_settle(fx->dp.fc->map, 2048);
+	cache_mapping_stats(fx->dp.fc->map, &ms);
+	ra_file_stats(fx->dp.fc->raf, &rs);
 
 	doc = get_json(fx, &fx->file, "user.aheadfs.stats", &text);
 	root = doc->root;
@@ -528,9 +514,9 @@ static void test_root_stats(void **state)
 	ra_state_init(&st);
 	test_read(fx, &st, 0, 64);
 	ra_state_destroy(&st);
-	test_settle(fx->fc->map, 2048);
-	cache_stats(fx->a->cache, &cs);
-	ra_engine_stats(fx->a->ra, &es);
+	test_settle(fx->dp.fc->map, 2048);
+	cache_stats(fx->dp.a->cache, &cs);
+	ra_engine_stats(fx->dp.a->ra, &es);
 
 	doc = get_json(fx, &fx->root, "user.aheadfs.stats", &text);
 	root = doc->root;
@@ -611,23 +597,23 @@ static void test_root_stats(void **state)
 static void check_size_rule(struct fixture *fx,
 			    const struct afs_xattr_target *t, const char *name)
 {
-	ssize_t size = afs_xattr_ahead_get(fx->a, t, name, NULL, 0), len;
+	ssize_t size = afs_xattr_ahead_get(fx->dp.a, t, name, NULL, 0), len;
 	char *buf = malloc(AFS_XATTR_VALUE_MAX);
 
 	assert_non_null(buf);
-	len = afs_xattr_ahead_get(fx->a, t, name, buf, (size_t)size);
+	len = afs_xattr_ahead_get(fx->dp.a, t, name, buf, (size_t)size);
 	assert_true(len > 0);
 	assert_int_equal(size, (len + AFS_XATTR_SLACK + AFS_XATTR_ROUND - 1) /
 				       AFS_XATTR_ROUND * AFS_XATTR_ROUND);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, t, name, buf, (size_t)len),
-			 len);
 	assert_int_equal(
-		afs_xattr_ahead_get(fx->a, t, name, buf, (size_t)len - 1),
+		afs_xattr_ahead_get(fx->dp.a, t, name, buf, (size_t)len), len);
+	assert_int_equal(
+		afs_xattr_ahead_get(fx->dp.a, t, name, buf, (size_t)len - 1),
 		-ERANGE);
 	/* a buffer larger than any value is fine */
-	assert_int_equal(
-		afs_xattr_ahead_get(fx->a, t, name, buf, AFS_XATTR_VALUE_MAX),
-		len);
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, t, name, buf,
+					     AFS_XATTR_VALUE_MAX),
+			 len);
 	free(buf);
 }
 
@@ -639,7 +625,7 @@ static void test_size_rule(void **state)
 	ra_state_init(&st);
 	test_read(fx, &st, 0, 100);
 	ra_state_destroy(&st);
-	test_settle(fx->fc->map, 2048);
+	test_settle(fx->dp.fc->map, 2048);
 	check_size_rule(fx, &fx->file, "user.aheadfs.stats");
 	check_size_rule(fx, &fx->file, "user.aheadfs.map");
 	check_size_rule(fx, &fx->file, "user.aheadfs.advice");
@@ -675,7 +661,8 @@ static void test_map_runs(void **state)
 	assert_int_equal(len, strlen(v));
 	free(v);
 	/* history entries are not cached data */
-	assert_int_equal(cache_page_drop_to_history(fx->fc->map, 100, 127), 28);
+	assert_int_equal(cache_page_drop_to_history(fx->dp.fc->map, 100, 127),
+			 28);
 	v = get_value(fx, &fx->file, "user.aheadfs.map", &len);
 	assert_string_equal(v, "{\"file_pages\": 2048, \"cached_pages\": 6, "
 			       "\"pages_per_cell\": 1, \"runs\": [[0, 4], "
@@ -780,15 +767,15 @@ static void test_map_scaled_to_buffer(void **state)
 	ssize_t len;
 
 	assert_non_null(buf);
-	len = afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.map", buf,
+	len = afs_xattr_ahead_get(fx->dp.a, &fx->file, "user.aheadfs.map", buf,
 				  20000);
 	assert_true(len > 0 && len <= 20000);
 	check_cells(buf, (size_t)len, SPARSE_PAGES, cached, 3);
-	len = afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.map", buf,
+	len = afs_xattr_ahead_get(fx->dp.a, &fx->file, "user.aheadfs.map", buf,
 				  AFS_XATTR_MAP_MIN_BUF);
 	assert_true(len > 0 && len <= AFS_XATTR_MAP_MIN_BUF);
 	check_cells(buf, (size_t)len, SPARSE_PAGES, cached, 0);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->file,
 					     "user.aheadfs.map", buf,
 					     AFS_XATTR_MAP_MIN_BUF - 1),
 			 -ERANGE);
@@ -844,7 +831,7 @@ static void expect_word(struct fixture *fx, const struct afs_xattr_target *t,
 static int set(struct fixture *fx, const struct afs_xattr_target *t,
 	       const char *name, const char *value, uid_t caller)
 {
-	return afs_xattr_ahead_set(fx->a, t, name, value, strlen(value), 0,
+	return afs_xattr_ahead_set(fx->dp.a, t, name, value, strlen(value), 0,
 				   caller, OWNER);
 }
 
@@ -858,7 +845,7 @@ static void test_advice(void **state)
 	expect_word(fx, &fx->file, adv, "normal");
 	assert_int_equal(set(fx, &fx->file, adv, "sequential\n", 1234), 0);
 	expect_word(fx, &fx->file, adv, "sequential");
-	ra_file_stats(fx->fc->raf, &rs);
+	ra_file_stats(fx->dp.fc->raf, &rs);
 	assert_int_equal(rs.max_window, 512); /* doubled */
 	assert_int_equal(set(fx, &fx->file, adv, "random", 0), 0);
 	expect_word(fx, &fx->file, adv, "random");
@@ -868,30 +855,30 @@ static void test_advice(void **state)
 	assert_int_equal(set(fx, &fx->file, adv, "", 0), -EINVAL);
 	assert_int_equal(set(fx, &fx->file, adv, "normal\n\n", 0), -EINVAL);
 	assert_int_equal(set(fx, &fx->file, adv, "Normal", 0), -EINVAL);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal\0x",
-					     8, 0, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->dp.a, &fx->file, adv,
+					     "normal\0x", 8, 0, 0, OWNER),
 			 -EINVAL);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
-					     XATTR_CREATE, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->dp.a, &fx->file, adv, "normal",
+					     6, XATTR_CREATE, 0, OWNER),
 			 -EEXIST);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
-					     0x40, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->dp.a, &fx->file, adv, "normal",
+					     6, 0x40, 0, OWNER),
 			 -EINVAL);
 	expect_word(fx, &fx->file, adv, "random");
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->file, adv, "normal", 6,
-					     XATTR_REPLACE, 0, OWNER),
+	assert_int_equal(afs_xattr_ahead_set(fx->dp.a, &fx->file, adv, "normal",
+					     6, XATTR_REPLACE, 0, OWNER),
 			 0);
 	expect_word(fx, &fx->file, adv, "normal");
 
 	/* willneed reads the file ahead, dontneed drops it; neither
 	 * replaces the advice in force */
 	assert_int_equal(set(fx, &fx->file, adv, "willneed", 0), 0);
-	test_settle(fx->fc->map, 2048);
-	cache_mapping_stats(fx->fc->map, &ms);
+	test_settle(fx->dp.fc->map, 2048);
+	cache_mapping_stats(fx->dp.fc->map, &ms);
 	assert_int_equal(ms.cached_pages, 2048);
 	expect_word(fx, &fx->file, adv, "normal");
 	assert_int_equal(set(fx, &fx->file, adv, "dontneed", 0), 0);
-	cache_mapping_stats(fx->fc->map, &ms);
+	cache_mapping_stats(fx->dp.fc->map, &ms);
 	assert_int_equal(ms.cached_pages, 0);
 	expect_word(fx, &fx->file, adv, "normal");
 }
@@ -1032,13 +1019,13 @@ static void test_tunable_in_force(void **state)
 	for (uint64_t i = 0; i < 256; i += 4)
 		test_read(fx, &st, i, 4);
 	ra_state_destroy(&st);
-	test_settle(fx->fc->map, 2048);
-	ra_file_stats(fx->fc->raf, &rs);
+	test_settle(fx->dp.fc->map, 2048);
+	ra_file_stats(fx->dp.fc->raf, &rs);
 	assert_int_equal(rs.max_window, 16);
 	for (int k = RA_KIND_STREAM_SEQ; k <= RA_KIND_STREAM_ASYNC; k++)
 		assert_int_equal(rs.c.decisions[k], 0);
 	assert_true(rs.c.decisions[RA_KIND_ASYNC] > 0);
-	ra_engine_stats(fx->a->ra, &es);
+	ra_engine_stats(fx->dp.a->ra, &es);
 	/* 256 pages in windows of at most 16: at least 16 backing reads */
 	assert_true(es.backing_reads >= 16);
 	doc = get_json(fx, &fx->file, "user.aheadfs.stats", &text);
@@ -1049,14 +1036,14 @@ static void test_tunable_in_force(void **state)
 
 	/* 0: automatic again (1 MiB on a device without a stripe) */
 	assert_int_equal(set(fx, &fx->root, "user.aheadfs.ra_max", "0", 0), 0);
-	ra_file_stats(fx->fc->raf, &rs);
+	ra_file_stats(fx->dp.fc->raf, &rs);
 	assert_int_equal(rs.max_window, rs.stripe_pages ? rs.max_window : 256);
 	expect_word(fx, &fx->root, "user.aheadfs.ra_max", "0");
 	assert_int_equal(set(fx, &fx->root, "user.aheadfs.ra_max", "1G", 0), 0);
-	ra_file_stats(fx->fc->raf, &rs);
+	ra_file_stats(fx->dp.fc->raf, &rs);
 	assert_int_equal(rs.max_window, 262144);
 	assert_int_equal(set(fx, &fx->root, "user.aheadfs.ra_max", "4k", 0), 0);
-	ra_file_stats(fx->fc->raf, &rs);
+	ra_file_stats(fx->dp.fc->raf, &rs);
 	assert_int_equal(rs.max_window, 1);
 }
 
@@ -1077,31 +1064,31 @@ static void test_names(void **state)
 	assert_false(afs_xattr_ours("user.other"));
 
 	/* names that do not exist on that kind of file */
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->dir,
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->dir,
 					     "user.aheadfs.stats", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->root,
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->root,
 					     "user.aheadfs.map", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->root,
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->root,
 					     "user.aheadfs.advice", buf,
 					     sizeof(buf)),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->file,
 					     "user.aheadfs.ra_max", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->file,
 					     "user.aheadfs.bogus", NULL, 0),
 			 -ENODATA);
-	assert_int_equal(
-		afs_xattr_ahead_get(fx->a, &fx->file, "user.aheadfs.", NULL, 0),
-		-ENODATA);
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->file,
+					     "user.aheadfs.", NULL, 0),
+			 -ENODATA);
 	/* a too-small buffer */
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->file,
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->file,
 					     "user.aheadfs.stats", buf,
 					     sizeof(buf)),
 			 -ERANGE);
-	assert_int_equal(afs_xattr_ahead_get(fx->a, &fx->root,
+	assert_int_equal(afs_xattr_ahead_get(fx->dp.a, &fx->root,
 					     "user.aheadfs.context_ra", buf, 1),
 			 -ERANGE);
 
@@ -1120,7 +1107,7 @@ static void test_names(void **state)
 			 -ENOTSUP);
 	assert_int_equal(set(fx, &fx->root, "user.aheadfs.bogus", "1", 0),
 			 -ENOTSUP);
-	assert_int_equal(afs_xattr_ahead_set(fx->a, &fx->root,
+	assert_int_equal(afs_xattr_ahead_set(fx->dp.a, &fx->root,
 					     "user.aheadfs.ra_max", "4K", 2,
 					     XATTR_CREATE, 0, OWNER),
 			 -EEXIST);

@@ -16,6 +16,12 @@
  * Failure looks like a TSan report (a plain load of a field the tuner
  * writes), a wrong byte, or a window larger than the cap in force once the
  * tuner has stopped.
+ *
+ * Here with the data path's tests, not in tests/unit/ra: the engine is
+ * tuned as the mount root's tunables tune it, on the engine of a mount
+ * (afs_ahead_create()), and the reads that must follow the tuning go
+ * through the data path's read function (afs_data_read(), read_check.h),
+ * which links fs/data above ra/.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,17 +39,14 @@
 
 #include "cache/cache.h"
 #include "ra/ra.h"
+#include "../fixture/data_path.h"
 #include "../read_check.h"
 
 #define PAGE 4096u
 #define NPAGES 2048u /* 8 MiB */
 
 struct fixture {
-	char path[64];
-	int fd;
-	struct stat st;
-	struct afs_ahead *a;
-	struct afs_fcache *fc;
+	struct data_path dp; /* the file, its mount, its afs_fcache */
 	/* The file's cache and readahead, as the data path made them: */
 	struct cache *c;
 	struct ra_engine *e;
@@ -60,45 +63,33 @@ static uint8_t pattern(uint64_t off)
  * one opened after a tuning changed. */
 static struct afs_fcache *new_file(struct fixture *fx, uint32_t gen)
 {
-	struct afs_file_key key = {
-		.dev = fx->st.st_dev, .ino = fx->st.st_ino, .gen = gen};
-	struct afs_fcache *fc;
-
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &fx->st, &fc), 0);
-	assert_int_equal(afs_fcache_ra(fc, fx->fd), 0);
-	return fc;
+	return data_path_lookup(fx->dp.a, fx->dp.fd, gen, true, &fx->dp.st);
 }
 
 static int setup(void **state)
 {
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	struct afs_ahead_config cfg;
-	char err[256];
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	uint8_t buf[PAGE];
 
 	cache_thread_online();
 	assert_non_null(fx);
-	snprintf(fx->path, sizeof(fx->path), "%s/afs-tune-XXXXXX", dir);
-	fx->fd = mkstemp(fx->path);
-	assert_true(fx->fd >= 0);
+	data_path_tmpfile(&fx->dp, "afs-tune");
 	for (uint64_t p = 0; p < NPAGES; p++) {
 		for (unsigned int b = 0; b < PAGE; b++)
 			buf[b] = pattern(p * PAGE + b);
-		assert_int_equal(pwrite(fx->fd, buf, PAGE, (off_t)(p * PAGE)),
-				 PAGE);
+		assert_int_equal(
+			pwrite(fx->dp.fd, buf, PAGE, (off_t)(p * PAGE)), PAGE);
 	}
-	assert_int_equal(fstat(fx->fd, &fx->st), 0);
 	afs_ahead_config_init(&cfg);
 	cfg.cache_size = 64u << 20;
 	cfg.ra.max_bytes = 1u << 20;
 	cfg.ra.workers = 2;
-	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
-	fx->fc = new_file(fx, 0);
-	fx->c = afs_ahead_cache(fx->a);
-	fx->e = afs_ahead_engine(fx->a);
-	fx->m = afs_fcache_map(fx->fc);
-	fx->f = afs_fcache_ra_file(fx->fc);
+	data_path_mount(&fx->dp, &cfg, true);
+	fx->c = afs_ahead_cache(fx->dp.a);
+	fx->e = afs_ahead_engine(fx->dp.a);
+	fx->m = afs_fcache_map(fx->dp.fc);
+	fx->f = afs_fcache_ra_file(fx->dp.fc);
 	*state = fx;
 	return 0;
 }
@@ -107,10 +98,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	afs_fcache_put(fx->fc);
-	afs_ahead_destroy(fx->a);
-	close(fx->fd);
-	unlink(fx->path);
+	data_path_close(&fx->dp);
 	free(fx);
 	return 0;
 }
@@ -227,8 +215,8 @@ static void read_stream(struct fixture *fx, uint64_t first, uint64_t nr,
 
 	ra_state_init(&st);
 	for (uint64_t i = first; i < first + nr; i += 4)
-		assert_int_equal(test_read_check(fx->a, fx->fc, fx->fd, &st, i,
-						 4, pattern),
+		assert_int_equal(test_read_check(fx->dp.a, fx->dp.fc, fx->dp.fd,
+						 &st, i, 4, pattern),
 				 0);
 	ra_state_destroy(&st);
 	test_settle(fx->m, NPAGES);
@@ -282,8 +270,8 @@ static void *reader_main(void *arg)
 	cache_thread_online();
 	ra_state_init(&st);
 	for (uint64_t i = r->first; i < r->first + 1024 && !r->rc; i += 8)
-		r->rc = test_read_check(r->fx->a, r->fx->fc, r->fx->fd, &st, i,
-					8, pattern);
+		r->rc = test_read_check(r->fx->dp.a, r->fx->dp.fc, r->fx->dp.fd,
+					&st, i, 8, pattern);
 	ra_state_destroy(&st);
 	return NULL;
 }

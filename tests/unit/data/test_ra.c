@@ -9,6 +9,14 @@
  * window and queues its prefetch part; reader B finds those pages LOCKED
  * and waits; a worker completes them; B wakes.  Failure looks like a hang
  * (ctest timeout), a wrong byte, or a TSan report.
+ *
+ * Here with the data path's tests, not in tests/unit/ra: what is tested is
+ * the facade (ra.h) as the daemon drives it, through afs_data_read() -- its
+ * hits, marker hits, misses and waits on LOCKED pages -- on a mount's engine
+ * and file (afs_ahead_create(), afs_fcache_ra()).  Without fs/data each
+ * test would need a read path of its own, and would no longer check the one
+ * the daemon serves READs with.  ra/'s tests on cache/ alone are in
+ * tests/unit/ra.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,14 +36,12 @@
 #include "fs/data/data.h"
 #include "ra/ra.h"
 
+#include "../fixture/data_path.h"
 #include "../read_check.h"
 
 struct fixture {
-	char path[64];
-	int fd;
+	struct data_path dp; /* the file, its mount, its afs_fcache */
 	uint64_t size;
-	struct afs_ahead *a;
-	struct afs_fcache *fc;
 	/* The file's cache and readahead, as the data path made them: */
 	struct cache *c;
 	struct cache_mapping *m;
@@ -51,20 +57,16 @@ static uint8_t pattern(uint64_t off)
 
 static int make_file(struct fixture *fx, uint64_t size)
 {
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	uint8_t buf[65536];
 
-	snprintf(fx->path, sizeof(fx->path), "%s/afs-ra-XXXXXX", dir);
-	fx->fd = mkstemp(fx->path);
-	if (fx->fd < 0)
-		return -errno;
+	data_path_tmpfile(&fx->dp, "afs-ra");
 	for (uint64_t off = 0; off < size; off += sizeof(buf)) {
 		uint64_t n =
 			size - off < sizeof(buf) ? size - off : sizeof(buf);
 
 		for (uint64_t i = 0; i < n; i++)
 			buf[i] = pattern(off + i);
-		if (pwrite(fx->fd, buf, n, off) != (ssize_t)n)
+		if (pwrite(fx->dp.fd, buf, n, off) != (ssize_t)n)
 			return -EIO;
 	}
 	fx->size = size;
@@ -78,26 +80,19 @@ static int setup_with(void **state, uint64_t size, const struct ra_config *rc,
 	 * does. */
 	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct afs_file_key key;
-	char err[256];
-	struct stat st;
 
 	cache_thread_online();
 	assert_non_null(fx);
 	assert_int_equal(make_file(fx, size), 0);
-	assert_int_equal(fstat(fx->fd, &st), 0);
-	key = (struct afs_file_key){.dev = st.st_dev, .ino = st.st_ino};
 	afs_ahead_config_init(&cfg);
 	cfg.cache_size = budget;
 	cfg.read_mode = AFS_READ_DIRECT;
 	cfg.ra = *rc;
-	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
-	assert_int_equal(afs_fcache_lookup(fx->a, &key, &st, &fx->fc), 0);
-	assert_int_equal(afs_fcache_ra(fx->fc, fx->fd), 0);
-	fx->c = afs_ahead_cache(fx->a);
-	fx->e = afs_ahead_engine(fx->a);
-	fx->m = afs_fcache_map(fx->fc);
-	fx->f = afs_fcache_ra_file(fx->fc);
+	data_path_mount(&fx->dp, &cfg, true);
+	fx->c = afs_ahead_cache(fx->dp.a);
+	fx->e = afs_ahead_engine(fx->dp.a);
+	fx->m = afs_fcache_map(fx->dp.fc);
+	fx->f = afs_fcache_ra_file(fx->dp.fc);
 	*state = fx;
 	return 0;
 }
@@ -113,10 +108,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	afs_fcache_put(fx->fc);
-	afs_ahead_destroy(fx->a);
-	close(fx->fd);
-	unlink(fx->path);
+	data_path_close(&fx->dp);
 	free(fx);
 	return 0;
 }
@@ -130,8 +122,8 @@ static uint64_t read_pages(struct fixture *fx, struct ra_state *st,
 {
 	uint64_t bytes = 0;
 
-	if (test_read_bytes(fx->a, fx->fc, fx->fd, st, index, nr, pattern,
-			    &bytes))
+	if (test_read_bytes(fx->dp.a, fx->dp.fc, fx->dp.fd, st, index, nr,
+			    pattern, &bytes))
 		fail_msg("a read at page %llu failed or returned wrong bytes",
 			 (unsigned long long)index);
 	return (bytes + 4095) / 4096;

@@ -18,6 +18,8 @@
 #include "fs/stats/xattr.h"
 #include "opts.h"
 
+#include "../fixture/data_path.h"
+
 struct fixture {
 	struct afs_ahead *a;
 	struct afs_xattr_target root;
@@ -27,13 +29,12 @@ static int setup(void **state)
 {
 	struct afs_ahead_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	char err[256];
 
 	assert_non_null(fx);
 	afs_ahead_config_init(&cfg);
 	cfg.cache_size = 64u << 20;
 	cfg.ra.workers = 1;
-	assert_int_equal(afs_ahead_create(&cfg, &fx->a, err, sizeof(err)), 0);
+	fx->a = data_path_ahead(&cfg);
 	fx->root = (struct afs_xattr_target){.is_root = true, .shown_ino = 1};
 	*state = fx;
 	return 0;
