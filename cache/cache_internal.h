@@ -16,6 +16,7 @@
 #include <urcu.h>
 #include <urcu/list.h>
 
+#include "cache/base/count.h"
 #include "cache/cache.h"
 #include "cache/base/debug.h"
 
@@ -367,7 +368,7 @@ static inline uint16_t cache_page_flags(const struct cache_page *p)
 
 static inline void cache_stat_add(uint64_t *ctr, uint64_t n)
 {
-	__atomic_fetch_add(ctr, n, __ATOMIC_RELAXED);
+	afs_count(ctr, n);
 }
 
 static inline uint64_t cache_stat_read(const uint64_t *ctr)

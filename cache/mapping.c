@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cache_internal.h"
+#include "cache/base/count.h"
 
 /* Most pages one inserter evicts itself at the hard limit. */
 #define RECLAIM_DIRECT_MAX 64

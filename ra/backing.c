@@ -17,6 +17,7 @@
  * counters atomic, no lock held across I/O.
  */
 #include "backing_internal.h"
+#include "cache/base/count.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -305,11 +306,9 @@ int ra_backing_open(int fd, const struct ra_backing_config *cfg,
 	}
 	b->totals = cfg->totals;
 	if (b->totals && b->mode == RA_BACKING_IO_DIRECT)
-		__atomic_fetch_add(&b->totals->opens_direct, 1,
-				   __ATOMIC_RELAXED);
+		afs_count(&b->totals->opens_direct, 1);
 	else if (b->totals)
-		__atomic_fetch_add(&b->totals->opens_buffered, 1,
-				   __ATOMIC_RELAXED);
+		afs_count(&b->totals->opens_buffered, 1);
 	*out = b;
 	return 0;
 

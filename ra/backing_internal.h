@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #include "backing.h"
+#include "cache/base/count.h"
 
 struct ra_backing {
 	int fd; /* read-only, O_DIRECT in RA_BACKING_IO_DIRECT mode */
@@ -50,7 +51,7 @@ struct ra_backing {
 
 #define CTR_ADD(b, field, v)                                                   \
 	do {                                                                   \
-		__atomic_fetch_add(&(b)->c.field, (v), __ATOMIC_RELAXED);      \
+		afs_count(&(b)->c.field, (v));                                 \
 		if ((b)->totals)                                               \
 			__atomic_fetch_add(&(b)->totals->field, (v),           \
 					   __ATOMIC_RELAXED);                  \

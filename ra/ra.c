@@ -31,6 +31,7 @@
  * needs one misses again.
  */
 #include "ra/ra.h"
+#include "cache/base/count.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -88,10 +89,8 @@ static uint64_t u64_min(uint64_t a, uint64_t b)
 
 static void count(struct ra_file *f, size_t field_offset, uint64_t v)
 {
-	__atomic_fetch_add((uint64_t *)((char *)&f->c + field_offset), v,
-			   __ATOMIC_RELAXED);
-	__atomic_fetch_add((uint64_t *)((char *)&f->e->c + field_offset), v,
-			   __ATOMIC_RELAXED);
+	afs_count((uint64_t *)((char *)&f->c + field_offset), v);
+	afs_count((uint64_t *)((char *)&f->e->c + field_offset), v);
 }
 
 #define COUNT(f, field, v) count((f), offsetof(struct ra_counts, field), (v))
@@ -102,7 +101,7 @@ static void counters_read(const struct ra_counts *c, struct ra_counts *out)
 	uint64_t *dst = (uint64_t *)out;
 
 	for (size_t i = 0; i < sizeof(*c) / sizeof(uint64_t); i++)
-		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		dst[i] = afs_count_read(&src[i]);
 }
 
 /* Bring @f's cap up to date with the engine's tunables (a change since
@@ -375,6 +374,15 @@ void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr)
 {
 	__atomic_store_n(&st->prev_index, index + (nr ? nr : 1) - 1,
 			 __ATOMIC_RELAXED);
+}
+
+void ra_file_served_around(struct ra_file *f, struct ra_state *st,
+			   uint64_t index, uint64_t nr)
+{
+	if (!nr)
+		return; /* nothing was given (a read at the EOF) */
+	cache_note_given(f->m, index, index + nr - 1);
+	ra_note_read(st, index, nr);
 }
 
 /* ---------------------------------------------------------------------- */

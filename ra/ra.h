@@ -414,10 +414,23 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr);
 
 /**
+ * ra_file_served_around() - A read of [@index, @index + @nr) was served
+ * around the cache, from the backing's page cache, and the kernel was
+ * given the pages: the slots become history (cache_note_given(), so the
+ * context readahead sees the stream and windows leave the range alone)
+ * and the read is noted (ra_note_read()); @nr 0 (nothing given) does
+ * nothing.  The one call a read served that way makes.
+ * Context: Online thread; takes the mapping's lock.
+ */
+void ra_file_served_around(struct ra_file *f, struct ra_state *st,
+			   uint64_t index, uint64_t nr);
+
+/**
  * ra_file_read_resident() - Read [@off, @off + @len) of @f's backing file
  * into @buf if the backing's page cache holds every page of it: the read a
  * caller serves around aheadfs's cache (one copy, nothing cached twice).
- * No window, no decision: the caller notes the read (ra_note_read()).
+ * No window, no decision: the caller notes the read
+ * (ra_file_served_around()).
  * Context: Any thread; see ra_backing_read_resident() (backing.h).
  * Return: the bytes read (short only at the EOF), -EAGAIN when not every
  * page is resident or residency cannot be probed, or the read's -errno.

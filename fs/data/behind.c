@@ -52,8 +52,6 @@
 
 #include "data_internal.h"
 
-#define PAGE_SIZE CACHE_PAGE_SIZE
-
 struct behind_piece {
 	int fd; /* a duplicate, closed once handed over */
 	uint64_t from, to;
@@ -86,13 +84,10 @@ static void *behind_main(void *arg)
 		pthread_mutex_unlock(&b->lock);
 		if (sync_file_range(p.fd, (off_t)p.from, (off_t)(p.to - p.from),
 				    SYNC_FILE_RANGE_WRITE)) {
-			__atomic_add_fetch(&b->counts->failed, 1,
-					   __ATOMIC_RELAXED);
+			afs_count(&b->counts->failed, 1);
 		} else {
-			__atomic_add_fetch(&b->counts->pieces, 1,
-					   __ATOMIC_RELAXED);
-			__atomic_add_fetch(&b->counts->bytes, p.to - p.from,
-					   __ATOMIC_RELAXED);
+			afs_count(&b->counts->pieces, 1);
+			afs_count(&b->counts->bytes, p.to - p.from);
 		}
 		close(p.fd);
 		pthread_mutex_lock(&b->lock);
@@ -209,6 +204,5 @@ void afs_fcache_written(struct afs_fcache *fc, int fd, uint64_t off,
 	}
 	pthread_mutex_unlock(&fc->lock);
 	if (to > from && behind_queue(fc->a->behind, fd, from, to))
-		__atomic_add_fetch(&fc->a->behind_counts.skipped, 1,
-				   __ATOMIC_RELAXED);
+		afs_count(&fc->a->behind_counts.skipped, 1);
 }

@@ -4,7 +4,7 @@
  * and every test that reads.
  *
  * Objects:
- *   struct afs_ahead   one per mount: the cache (cache/), the readahead
+ *   struct afs_data   one per mount: the cache (cache/), the readahead
  *                      engine (ra/), the read mode, the table of files.
  *   struct afs_fcache  one per backing regular file, found by its key
  *                      (struct afs_file_key: backing device, inode number,
@@ -72,12 +72,12 @@
  * Locking (each function repeats its rule in a Context: line; debug builds
  * assert it where the function runs, cache/base/debug.h):
  *   the mount's files_lock (a leaf but for a file's lock, taken under it
- *   by afs_ahead_files() only): the table of files, the idle LRU, every
+ *   by afs_data_files() only): the table of files, the idle LRU, every
  *   file's reference count.  The adapter may call in with its inode table
  *   locked.
  *     takes it: afs_fcache_lookup(), afs_fcache_find(), afs_fcache_put(),
- *               afs_ahead_files(), afs_ahead_drop_idle(),
- *               afs_ahead_outside_all()
+ *               afs_data_files(), afs_data_drop_idle(),
+ *               afs_data_outside_all()
  *   a file's lock (leaf): its identity (size, mtime, ctime), the creation
  *   of its readahead side, the run of writes being handed over.
  *     takes it: afs_fcache_ra(), afs_fcache_revalidate(),
@@ -155,17 +155,17 @@ enum afs_write_mode {
 extern const char *const afs_write_mode_names[];
 
 /**
- * struct afs_ahead_config - The data path options (-o cache_size=, ...).
+ * struct afs_data_config - The data path options (-o cache_size=, ...).
  *
  * What 0 means: the default, worked out where it is used (here and in
  * struct ra_config), except in the two fields that can be turned off,
  * write_behind and write_direct, where 0 is off (the option table,
- * fs/fuse/opts_table.c, names each).  Start from afs_ahead_config_init(), the
+ * fs/fuse/opts_table.c, names each).  Start from afs_data_config_init(), the
  * daemon's defaults, not from {0}: with {0} write-behind is off.
  *
- * @cache_size: Cache budget in bytes; 0: the default (afs_ahead_cache_size()).
+ * @cache_size: Cache budget in bytes; 0: the default (afs_data_cache_size()).
  * @threads: Serving threads: the default budget is never below what they
- *	and the readahead workers need (afs_ahead_min_cache()).
+ *	and the readahead workers need (afs_data_min_cache()).
  * @ra: The readahead engine's options (ra_max=, ra_workers=, stripe=,
  *	chunk=, context_ra=, backing_io=).
  * @read_mode: -o read_mode=.
@@ -180,7 +180,7 @@ extern const char *const afs_write_mode_names[];
  *	the default (docs/benchmarks.md, "Writes around the page caches":
  *	half the CPU time, but slower with 16 writers).
  */
-struct afs_ahead_config {
+struct afs_data_config {
 	uint64_t cache_size;
 	unsigned int threads;
 	struct ra_config ra;
@@ -193,16 +193,16 @@ struct afs_ahead_config {
 };
 
 /**
- * afs_ahead_config_init() - The data path's defaults, as the daemon's option
+ * afs_data_config_init() - The data path's defaults, as the daemon's option
  * parser starts from them: write-behind pieces of AFS_WRITE_BEHIND_DEFAULT,
  * AFS_IDLE_FILES_DEFAULT idle files, RA_WORKERS_DEFAULT readahead workers;
  * every other field 0 (its default, or off for write_direct).  A test that
  * builds a configuration starts here and changes what it is about.
  * Context: Pure.
  */
-void afs_ahead_config_init(struct afs_ahead_config *cfg);
+void afs_data_config_init(struct afs_data_config *cfg);
 
-struct afs_ahead;
+struct afs_data;
 
 /**
  * afs_cgroup_mem_limit() - The memory limit of the calling process's memory
@@ -220,51 +220,51 @@ struct afs_ahead;
 uint64_t afs_cgroup_mem_limit(const char *root);
 
 /**
- * afs_ahead_check() - Whether @cfg's budget lets @threads serving threads
- * and the readahead workers make progress (afs_ahead_min_cache()).
+ * afs_data_check() - Whether @cfg's budget lets @threads serving threads
+ * and the readahead workers make progress (afs_data_min_cache()).
  * @err: One line naming the minimum when it does not.
  * Context: Pure but for sysconf(); before mounting.
  * Return: 0 or -EINVAL.
  */
-int afs_ahead_check(const struct afs_ahead_config *cfg, unsigned int threads,
-		    char *err, size_t errlen);
+int afs_data_check(const struct afs_data_config *cfg, unsigned int threads,
+		   char *err, size_t errlen);
 
 /**
- * afs_ahead_create() - Start the cache and the readahead engine.
+ * afs_data_create() - Start the cache and the readahead engine.
  * @err: One line on failure.
  *
  * The budget is taken as it is: the daemon checks it first with
- * afs_ahead_check(); a smaller one (unit tests of eviction) only makes
+ * afs_data_check(); a smaller one (unit tests of eviction) only makes
  * readers wait for room and serve more reads around the cache.
  * Context: Before serving; starts threads.
  * Return: 0 and *@out, -EINVAL (bad readahead options), -ENOMEM, or a
  * thread creation's -errno.
  */
-int afs_ahead_create(const struct afs_ahead_config *cfg, struct afs_ahead **out,
-		     char *err, size_t errlen);
+int afs_data_create(const struct afs_data_config *cfg, struct afs_data **out,
+		    char *err, size_t errlen);
 
 /**
- * afs_ahead_destroy() - Stop the engine and free the cache.
+ * afs_data_destroy() - Stop the engine and free the cache.
  * Context: After serving ended and every afs_fcache was put.
  */
-void afs_ahead_destroy(struct afs_ahead *a);
+void afs_data_destroy(struct afs_data *a);
 
 /**
- * afs_ahead_idle_max() - The most idle files kept: cfg.idle_files, or
+ * afs_data_idle_max() - The most idle files kept: cfg.idle_files, or
  * AFS_IDLE_FILES_DEFAULT.  Context: pure.
  */
-unsigned int afs_ahead_idle_max(const struct afs_ahead *a);
+unsigned int afs_data_idle_max(const struct afs_data *a);
 
 /**
- * afs_ahead_drop_idle() - Free every idle file now (with its pages).
+ * afs_data_drop_idle() - Free every idle file now (with its pages).
  * Context: Online thread, outside RCU read-side sections; takes
- * a->files_lock.  afs_ahead_destroy() calls it.
+ * a->files_lock.  afs_data_destroy() calls it.
  * Return: The number of files freed.
  */
-size_t afs_ahead_drop_idle(struct afs_ahead *a);
+size_t afs_data_drop_idle(struct afs_data *a);
 
 /**
- * struct afs_file_snap - One file of afs_ahead_files(): its key and the
+ * struct afs_file_snap - One file of afs_data_files(): its key and the
  * identity its pages were read under, and a reference on its mapping
  * (cache_mapping_put() it) -- not on the file, so taking the list neither
  * revives idle files nor reorders their LRU.
@@ -277,24 +277,24 @@ struct afs_file_snap {
 };
 
 /**
- * afs_ahead_files() - Every file of the table as snapshots (the warm
+ * afs_data_files() - Every file of the table as snapshots (the warm
  * restart's checkpoint walks their mappings): the files in use first, then
  * the idle ones from the most recently used.
  * Context: Online thread; takes a->files_lock and each fc->lock under it.
  * Return: 0 and *@out (free() it after putting each map) with *@n entries,
  * or -ENOMEM.
  */
-int afs_ahead_files(struct afs_ahead *a, struct afs_file_snap **out, size_t *n);
+int afs_data_files(struct afs_data *a, struct afs_file_snap **out, size_t *n);
 
 /**
- * afs_ahead_outside_all() - Events behind the mount were lost (a watcher's
+ * afs_data_outside_all() - Events behind the mount were lost (a watcher's
  * queue overflowed): every file's pages and streams go, each counts a
  * change, and each identity is taken again at its next comparison.
  * Context: Any thread; takes a->files_lock, then each file's locks
  * without it.
  * Return: 0 and *@count (files dropped), or -ENOMEM (nothing dropped).
  */
-int afs_ahead_outside_all(struct afs_ahead *a, size_t *count);
+int afs_data_outside_all(struct afs_data *a, size_t *count);
 
 /**
  * afs_data_write() - Write @iov[0..@n) at @off of the file through @fd:
@@ -321,11 +321,11 @@ ssize_t afs_data_write(struct afs_fcache *fc, int fd, const struct iovec *iov,
 		       uint64_t *at, bool *direct);
 
 /**
- * struct afs_ahead_stats - What the mount counted (docs/stats.md "data"),
- * read by afs_ahead_stats().
+ * struct afs_data_stats - What the mount counted (docs/stats.md "data"),
+ * read by afs_data_stats().
  */
-struct afs_ahead_stats {
-	struct timespec started; /* CLOCK_MONOTONIC, at afs_ahead_create() */
+struct afs_data_stats {
+	struct timespec started; /* CLOCK_MONOTONIC, at afs_data_create() */
 	time_t started_wall;
 	uint64_t uncached_reads; /* reads served around the cache */
 	uint64_t resident_reads; /* from the backing's page cache */
@@ -349,25 +349,25 @@ struct afs_ahead_stats {
 };
 
 /**
- * afs_ahead_stats() - @a's counters now (relaxed loads: each is exact, the
+ * afs_data_stats() - @a's counters now (relaxed loads: each is exact, the
  * set is not one instant's).  Context: Any thread.
  */
-void afs_ahead_stats(const struct afs_ahead *a, struct afs_ahead_stats *out);
+void afs_data_stats(const struct afs_data *a, struct afs_data_stats *out);
 
-/** afs_ahead_config() - The options in force.  Context: Any thread. */
-const struct afs_ahead_config *afs_ahead_config(const struct afs_ahead *a);
+/** afs_data_options() - The options in force.  Context: Any thread. */
+const struct afs_data_config *afs_data_options(const struct afs_data *a);
 
-/** afs_ahead_cache() - The mount's page cache.  Context: Any thread. */
-struct cache *afs_ahead_cache(const struct afs_ahead *a);
+/** afs_data_cache() - The mount's page cache.  Context: Any thread. */
+struct cache *afs_data_cache(const struct afs_data *a);
 
-/** afs_ahead_engine() - The mount's readahead engine.  Context: Any thread. */
-struct ra_engine *afs_ahead_engine(const struct afs_ahead *a);
+/** afs_data_engine() - The mount's readahead engine.  Context: Any thread. */
+struct ra_engine *afs_data_engine(const struct afs_data *a);
 
 /**
- * afs_ahead_demand_misses() - Reads of the mount that missed so far (the
+ * afs_data_demand_misses() - Reads of the mount that missed so far (the
  * warm-up yields when it moves).  Context: Any thread; one atomic load.
  */
-uint64_t afs_ahead_demand_misses(const struct afs_ahead *a);
+uint64_t afs_data_demand_misses(const struct afs_data *a);
 
 /**
  * afs_read_reply_fn - Hands a read's data to the reader.
@@ -441,7 +441,7 @@ struct afs_read {
  * for a cancelled wait, -ENOMEM, -EINVAL for a read larger than
  * AFS_DATA_MAX_REQUEST.
  */
-int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
+int afs_data_read(struct afs_data *a, const struct afs_read *r, uint64_t off,
 		  size_t size);
 
 #endif /* AFS_DATA_H */

@@ -25,12 +25,18 @@
  * order. */
 #define AFS_BEHIND_GAP (16u << 20)
 
+/* fs/data's shorthands for the cache's page geometry. */
+#define PAGE_SHIFT CACHE_PAGE_SHIFT
+#define PAGE_SIZE CACHE_PAGE_SIZE
+/* The table of files' buckets at the start (it doubles as it fills). */
+#define FILES_MIN_BUCKETS 256
+
 struct afs_pressure;
 
-struct afs_ahead {
+struct afs_data {
 	struct cache *cache;
 	struct ra_engine *ra;
-	struct afs_ahead_config cfg; /* as in force (cache_size resolved) */
+	struct afs_data_config cfg; /* as in force (cache_size resolved) */
 	struct timespec started; /* CLOCK_MONOTONIC */
 	time_t started_wall;
 	uint64_t uncached_reads; /* __atomic: reads served around the cache */
@@ -57,7 +63,7 @@ struct afs_ahead {
 };
 
 struct afs_fcache {
-	struct afs_ahead *a;
+	struct afs_data *a;
 	struct afs_file_key key; /* immutable */
 	struct cache_mapping *map; /* immutable */
 	/* __atomic: published under lock, NULL while the file is idle
@@ -121,31 +127,31 @@ int afs_behind_create(struct afs_behind_stats *counts, struct afs_behind **out);
 void afs_behind_destroy(struct afs_behind *b);
 
 /**
- * afs_ahead_min_cache() - The smallest cache budget that lets @threads
+ * afs_data_min_cache() - The smallest cache budget that lets @threads
  * serving threads and the readahead workers make progress: every thread's
  * largest request plus every worker's largest window.
  * Context: Pure.
  */
-uint64_t afs_ahead_min_cache(const struct afs_ahead_config *cfg,
-			     unsigned int threads);
+uint64_t afs_data_min_cache(const struct afs_data_config *cfg,
+			    unsigned int threads);
 
 /**
- * afs_ahead_default_size() - The default budget: an eighth of @ram (256 MiB
+ * afs_data_default_size() - The default budget: an eighth of @ram (256 MiB
  * when @ram is 0); where a memory cgroup limit @cg_limit below @ram is set,
  * a quarter of it when that is smaller, but never below @min.
  * Context: Pure.
  */
-uint64_t afs_ahead_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min);
+uint64_t afs_data_default_size(uint64_t ram, uint64_t cg_limit, uint64_t min);
 
 /**
- * afs_ahead_cache_size() - The budget @cfg asks for: cache_size, or when it
+ * afs_data_cache_size() - The budget @cfg asks for: cache_size, or when it
  * is 0 the default for this machine and this process's memory cgroup
- * (afs_ahead_default_size() of RAM, afs_cgroup_mem_limit() and
- * afs_ahead_min_cache() of @cfg->threads).  The one place the default is
+ * (afs_data_default_size() of RAM, afs_cgroup_mem_limit() and
+ * afs_data_min_cache() of @cfg->threads).  The one place the default is
  * resolved.
  * Context: sysconf() and the cgroup files; before mounting.
  */
-uint64_t afs_ahead_cache_size(const struct afs_ahead_config *cfg);
+uint64_t afs_data_cache_size(const struct afs_data_config *cfg);
 
 /**
  * afs_thread_buf_contig() - As afs_thread_buf(), but in one huge page

@@ -31,7 +31,7 @@
 #include "cache/cache.h"
 #include "ra/ra.h"
 
-struct afs_ahead;
+struct afs_data;
 struct afs_fcache;
 
 /* What names a backing file: its filesystem, inode number, generation. */
@@ -64,7 +64,7 @@ struct afs_handle {
  * a revived file).
  * Return: 0 and *@out with a reference (afs_fcache_put()), or -ENOMEM.
  */
-int afs_fcache_lookup(struct afs_ahead *a, const struct afs_file_key *key,
+int afs_fcache_lookup(struct afs_data *a, const struct afs_file_key *key,
 		      const struct stat *st, struct afs_fcache **out);
 
 /**
@@ -142,7 +142,7 @@ bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st);
  * Return: 0 and *@out with a reference (afs_fcache_put()), or -ENOENT
  * (*@out NULL).
  */
-int afs_fcache_find(struct afs_ahead *a, const struct afs_file_key *key,
+int afs_fcache_find(struct afs_data *a, const struct afs_file_key *key,
 		    struct afs_fcache **out);
 
 /**

@@ -16,7 +16,7 @@
 #include "fs/data/pressure.h"
 
 struct afs_pressure {
-	struct afs_ahead *a;
+	struct afs_data *a;
 	char root[256];
 	char dir[4096];
 	bool v1;
@@ -130,12 +130,10 @@ static void *pressure_main(void *arg)
 		if (next != budget && !cache_set_budget(p->a->cache, next)) {
 			if (next < budget) {
 				last_shrink = now_ms();
-				__atomic_add_fetch(&p->st.shrinks, 1,
-						   __ATOMIC_RELAXED);
+				afs_count(&p->st.shrinks, 1);
 				trim = true;
 			} else {
-				__atomic_add_fetch(&p->st.grows, 1,
-						   __ATOMIC_RELAXED);
+				afs_count(&p->st.grows, 1);
 			}
 			budget = next;
 			stat_set(&p->st.budget, budget);
@@ -143,16 +141,14 @@ static void *pressure_main(void *arg)
 		/* Evicted pages come back after their grace period: hand
 		 * their memory to the kernel on the ticks after a shrink. */
 		if (trim) {
-			__atomic_add_fetch(&p->st.trimmed,
-					   cache_trim(p->a->cache),
-					   __ATOMIC_RELAXED);
+			afs_count(&p->st.trimmed, cache_trim(p->a->cache));
 			trim = now_ms() - last_shrink < AFS_PRESSURE_CALM_MS;
 		}
 	}
 	return NULL;
 }
 
-int afs_pressure_start(struct afs_ahead *a, const char *root,
+int afs_pressure_start(struct afs_data *a, const char *root,
 		       struct afs_pressure **out)
 {
 	struct afs_pressure *p;
@@ -170,7 +166,7 @@ int afs_pressure_start(struct afs_ahead *a, const char *root,
 	}
 	p->a = a;
 	p->ceiling = a->cfg.cache_size;
-	p->min = afs_ahead_min_cache(&a->cfg, a->cfg.threads);
+	p->min = afs_data_min_cache(&a->cfg, a->cfg.threads);
 	p->st.watching = true;
 	p->st.budget = p->ceiling;
 	p->level_fd = p->v1 ? level_open(p) : -1;

@@ -4,7 +4,7 @@
  * that every PRESSURE_TICK_MS reads the cgroup's usage and the part of it
  * the kernel can reclaim by itself (its file pages), and moves the cache
  * budget (cache_set_budget()) between the mount's cache_size (the ceiling)
- * and the least the mount needs (afs_ahead_min_cache()):
+ * and the least the mount needs (afs_data_min_cache()):
  *
  *   unreclaimable = usage - (active_file + inactive_file)
  *
@@ -47,7 +47,7 @@
 #define AFS_PRESSURE_GROW_PCT 75
 #define AFS_PRESSURE_CALM_MS 5000
 
-struct afs_ahead;
+struct afs_data;
 struct afs_pressure;
 
 struct afs_pressure_stats {
@@ -73,7 +73,7 @@ uint64_t afs_pressure_decide(uint64_t limit, uint64_t unreclaimable,
  * Return: 0 and *@out (NULL when there is no limited memory cgroup to
  * watch: nothing started), or -errno.
  */
-int afs_pressure_start(struct afs_ahead *a, const char *root,
+int afs_pressure_start(struct afs_data *a, const char *root,
 		       struct afs_pressure **out);
 
 /** afs_pressure_stop() - Stop and free @p (NULL: nothing). */

@@ -31,8 +31,6 @@
 
 #include "data_internal.h"
 
-#define PAGE_SHIFT CACHE_PAGE_SHIFT
-#define PAGE_SIZE CACHE_PAGE_SIZE
 /* Rounds of miss -> wait -> look again before serving around the cache
  * (pages evicted or invalidated between their I/O and the reply). */
 #define READ_ATTEMPTS 4
@@ -93,24 +91,22 @@ static int read_around(const struct afs_read *r, struct ra_file *raf,
 	return 0;
 }
 
-/* The bookkeeping of a read served from the backing's page cache. */
-static void note_resident(struct afs_ahead *a, const struct afs_read *r,
-			  struct ra_state *ra, uint64_t off, size_t n,
-			  bool spliced)
+/* The bookkeeping of a read served from the backing's page cache: one
+ * call down (ra_file_served_around()) and the counters. */
+static void note_resident(struct afs_data *a, const struct afs_read *r,
+			  struct ra_file *raf, struct ra_state *ra,
+			  uint64_t off, size_t n, bool spliced)
 {
-	if (n > 0) {
-		uint64_t first = off >> PAGE_SHIFT;
-		uint64_t last = (off + n - 1) >> PAGE_SHIFT;
+	uint64_t first = off >> PAGE_SHIFT;
 
-		cache_note_given(r->fc->map, first, last);
-		ra_note_read(ra, first, last - first + 1);
-	}
-	__atomic_add_fetch(&r->fc->resident_reads, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&a->resident_reads, 1, __ATOMIC_RELAXED);
+	ra_file_served_around(raf, ra, first,
+			      n ? ((off + n - 1) >> PAGE_SHIFT) - first + 1
+				: 0);
+	afs_count(&r->fc->resident_reads, 1);
+	afs_count(&a->resident_reads, 1);
 	if (spliced) {
-		__atomic_add_fetch(&r->fc->resident_spliced, 1,
-				   __ATOMIC_RELAXED);
-		__atomic_add_fetch(&a->resident_spliced, 1, __ATOMIC_RELAXED);
+		afs_count(&r->fc->resident_spliced, 1);
+		afs_count(&a->resident_spliced, 1);
 	}
 }
 
@@ -130,7 +126,7 @@ static void note_resident(struct afs_ahead *a, const struct afs_read *r,
  * Return: 1 when not every page is resident (go on), 0 after replying, or
  * the backing's -errno.
  */
-static int read_resident(struct afs_ahead *a, const struct afs_read *r,
+static int read_resident(struct afs_data *a, const struct afs_read *r,
 			 struct ra_file *raf, struct ra_state *ra, uint64_t off,
 			 uint64_t end)
 {
@@ -145,7 +141,7 @@ static int read_resident(struct afs_ahead *a, const struct afs_read *r,
 
 		if (fd < 0)
 			return 1;
-		note_resident(a, r, ra, off, len, true);
+		note_resident(a, r, raf, ra, off, len, true);
 		/* Last: the reader may close the file once it has its data. */
 		r->reply_fd(r->ctx, fd, off, len);
 		return 0;
@@ -158,7 +154,7 @@ static int read_resident(struct afs_ahead *a, const struct afs_read *r,
 		return 1;
 	if (n < 0)
 		return (int)n;
-	note_resident(a, r, ra, off, (size_t)n, false);
+	note_resident(a, r, raf, ra, off, (size_t)n, false);
 	reply_buf(r, buf, (size_t)n);
 	return 0;
 }
@@ -243,7 +239,7 @@ static uint64_t inflight_mark(struct cache_mapping *m, struct cache_page *p,
  */
 static int try_reply(const struct afs_read *r, struct ra_file *raf,
 		     struct ra_state *ra, uint64_t off, uint64_t end,
-		     uint64_t *miss, bool *locked)
+		     uint64_t *miss, bool *locked, uint64_t *missing)
 {
 	struct cache_mapping *m = r->fc->map;
 	struct iovec iov[AFS_DATA_MAX_REQUEST_PAGES];
@@ -283,6 +279,18 @@ again:
 		iov[n].iov_len = to - from;
 		n++;
 	}
+	/* The read's first miss: its absent pages counted in the same pass,
+	 * for the stats (a page under I/O, someone's window, is waited for,
+	 * not missed).  Not when a mark is acted on first: its window may
+	 * cover them (the caller counts after it, NO_INDEX). */
+	if (missing)
+		*missing = NO_INDEX;
+	if (idx <= last && missing && marker == NO_INDEX) {
+		*missing = 0;
+		for (uint64_t i = idx; i <= last; i++)
+			if (!cache_lookup_rcu(m, i))
+				(*missing)++;
+	}
 	if (idx <= last || marker != NO_INDEX) {
 		rcu_read_unlock();
 		/* The mark was cleared: no one else acts on it. */
@@ -312,9 +320,8 @@ again:
 	return 0;
 }
 
-/* Pages of [@first, @last] that a read finds absent, for the stats: a page
- * under I/O (a window read ahead, not yet complete) is waited for, not
- * missed. */
+/* Pages of [@first, @last] absent now: a read's misses after a mark's
+ * window was queued, what a warm-up could not bring in. */
 static uint64_t count_missing(struct cache_mapping *m, uint64_t first,
 			      uint64_t last)
 {
@@ -353,14 +360,14 @@ static int wait_range(struct cache_mapping *m, uint64_t first, uint64_t last,
 	return 0;
 }
 
-int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
+int afs_data_read(struct afs_data *a, const struct afs_read *r, uint64_t off,
 		  size_t size)
 {
 	struct afs_fcache *fc = r->fc;
 	struct ra_file *raf = fc ? fc_raf(fc) : NULL;
 	struct ra_state *ra;
 	struct cache_wait_cancel wc;
-	uint64_t end, fsize, miss;
+	uint64_t end, fsize, miss, missing = 0;
 	bool counted = false, locked = false;
 	int rc = 0;
 
@@ -391,7 +398,8 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		last = (end - 1) >> PAGE_SHIFT;
 		if (last >= CACHE_INDEX_LIMIT)
 			goto uncached;
-		rc = try_reply(r, raf, ra, off, end, &miss, &locked);
+		rc = try_reply(r, raf, ra, off, end, &miss, &locked,
+			       counted ? NULL : &missing);
 		if (!rc)
 			return 0;
 		if (rc == 2) {
@@ -405,10 +413,10 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 		}
 		rc = 0;
 		if (!counted) {
-			cache_count_miss(fc->map,
-					 count_missing(fc->map, miss, last));
-			__atomic_add_fetch(&a->demand_misses, 1,
-					   __ATOMIC_RELAXED);
+			if (missing == NO_INDEX) /* after a mark's window */
+				missing = count_missing(fc->map, miss, last);
+			cache_count_miss(fc->map, missing);
+			afs_count(&a->demand_misses, 1);
 			counted = true;
 		}
 		/* A page under I/O is someone's window: wait for it.  An
@@ -441,8 +449,8 @@ int afs_data_read(struct afs_ahead *a, const struct afs_read *r, uint64_t off,
 			return rc;
 	}
 uncached:
-	__atomic_add_fetch(&fc->uncached_reads, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&a->uncached_reads, 1, __ATOMIC_RELAXED);
+	afs_count(&fc->uncached_reads, 1);
+	afs_count(&a->uncached_reads, 1);
 	ra_note_read(ra, off >> PAGE_SHIFT,
 		     ((end - 1) >> PAGE_SHIFT) - (off >> PAGE_SHIFT) + 1);
 	return read_around(r, raf, end - off, off);

@@ -31,7 +31,7 @@ void afs_thread_buf_release(void);
 
 /**
  * afs_thread_buf_key_init() - Create the thread buffer key (once; every
- * later call returns the first one's result).  afs_ahead_create() calls it.
+ * later call returns the first one's result).  afs_data_create() calls it.
  *
  * Context: Before serving.
  * Return: 0 or -errno.

@@ -75,8 +75,7 @@ static size_t iov_total(const struct iovec *iov, int n)
 static void refuse(struct afs_fcache *fc)
 {
 	if (!__atomic_exchange_n(&fc->direct_refused, true, __ATOMIC_RELAXED))
-		__atomic_add_fetch(&fc->a->direct_counts.refused, 1,
-				   __ATOMIC_RELAXED);
+		afs_count(&fc->a->direct_counts.refused, 1);
 }
 
 /* @fc's O_DIRECT descriptor, opened on first use from @fd; -1: buffered
@@ -132,9 +131,8 @@ static ssize_t write_direct(struct afs_fcache *fc, int fd,
 	}
 	if (w < 0)
 		return -errno;
-	__atomic_add_fetch(&fc->a->direct_counts.writes, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&fc->a->direct_counts.bytes, (uint64_t)w,
-			   __ATOMIC_RELAXED);
+	afs_count(&fc->a->direct_counts.writes, 1);
+	afs_count(&fc->a->direct_counts.bytes, (uint64_t)w);
 	return w;
 }
 

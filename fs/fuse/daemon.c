@@ -186,9 +186,9 @@ static void apply_mount_attrs(const struct afs_opts *o)
 			strerror(errno));
 }
 
-static void ahead_config(const struct afs_opts *o, struct afs_ahead_config *c)
+static void data_config(const struct afs_opts *o, struct afs_data_config *c)
 {
-	*c = o->ahead;
+	*c = o->data;
 	c->threads = o->single_thread ? 1 : o->max_threads;
 	c->ra.auto_floor_bytes = AFS_RA_AUTO_FLOOR;
 }
@@ -201,11 +201,11 @@ static unsigned serving_threads(const struct afs_opts *o)
 /* The cache's part of the option checks, before anything is mounted. */
 static int check_ahead(const struct afs_opts *o)
 {
-	struct afs_ahead_config c;
+	struct afs_data_config c;
 	char err[AFS_ERRLEN];
 
-	ahead_config(o, &c);
-	if (afs_ahead_check(&c, serving_threads(o), err, sizeof(err))) {
+	data_config(o, &c);
+	if (afs_data_check(&c, serving_threads(o), err, sizeof(err))) {
 		afs_log(LOG_ERR, "%s", err);
 		return -EINVAL;
 	}
@@ -235,7 +235,7 @@ static void start_warm(struct afs_fs *fs, const struct afs_opts *o)
 		wc.dev = b.dev;
 		wc.mount_fd = b.mount_fd;
 		wc.handles = b.handles;
-		rc = afs_warm_start(fs->ahead, &wc, &fs->warm);
+		rc = afs_warm_start(fs->data, &wc, &fs->warm);
 	}
 	if (rc)
 		afs_log(LOG_WARNING, "warm_state %s: cannot start: %s",
@@ -280,7 +280,7 @@ static int run(struct afs_opts *o)
 {
 	struct fuse_args args;
 	struct fuse_session *se;
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	char err[AFS_ERRLEN];
 	const char *warning;
 	char watching[AFS_ERRLEN];
@@ -359,8 +359,8 @@ static int run(struct afs_opts *o)
 	}
 	/* Threads of the cache and the readahead engine start after the
 	 * fork of fuse_daemonize(), which would not carry them over. */
-	ahead_config(o, &cfg);
-	rc = afs_ahead_create(&cfg, &fs.ahead, err, sizeof(err));
+	data_config(o, &cfg);
+	rc = afs_data_create(&cfg, &fs.data, err, sizeof(err));
 	if (rc) {
 		afs_log(LOG_ERR, "%s", err);
 		goto out_unmount;
@@ -414,7 +414,7 @@ out_fs:
 	afs_pt_detach(&fs.pt);
 	afs_open_release_all(&fs);
 	afs_itable_destroy(&fs.itable);
-	afs_ahead_destroy(fs.ahead);
+	afs_data_destroy(fs.data);
 	afs_pt_destroy(&fs.pt);
 	pthread_mutex_destroy(&fs.open_lock);
 	return status;

@@ -10,7 +10,7 @@
  *   __atomic, no lock           fs->writeback, fs->wronly_direct,
  *                               fs->splice_min, fs->splice_max (stored by
  *                               afs_op_init()), fs->bdi_tuned
- *   set before serving, then    fs->ahead, fs->warm, fs->se, fs->opts,
+ *   set before serving, then    fs->data, fs->warm, fs->se, fs->opts,
  *   read-only                   fs->as_root, fs->default_permissions, the
  *                               timeouts; fs->notifier (NULL again after)
  *   its own locks               fs->itable (inode.h), fs->pt
@@ -51,7 +51,7 @@
  * (-o wronly_io=direct, ops_init.c afs_op_init()). */
 #define AFS_WRONLY_DIRECT_MINOR 45
 
-struct afs_ahead;
+struct afs_data;
 
 /* Every open file and directory is on the session's list, so that what the
  * kernel never released (the daemon stopped while programs held files open)
@@ -63,7 +63,7 @@ struct afs_open {
 
 struct afs_fs {
 	struct afs_itable itable;
-	struct afs_ahead *ahead; /* the data path (fs/data/data.h) */
+	struct afs_data *data; /* the data path (fs/data/data.h) */
 	struct afs_warm *warm; /* warm restart (fs/warm/warm.h) or NULL */
 	struct afs_watch *watch; /* the backing watcher or NULL; set before
 				  * serving */

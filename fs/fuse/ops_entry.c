@@ -75,7 +75,7 @@ struct afs_fcache *afs_inode_fcache(struct afs_fs *fs, struct afs_inode *inode,
 	key.dev = st->st_dev;
 	key.ino = inode->ino;
 	key.gen = inode->generation;
-	if (afs_fcache_lookup(fs->ahead, &key, st, &fc))
+	if (afs_fcache_lookup(fs->data, &key, st, &fc))
 		return NULL;
 	if (!__atomic_compare_exchange_n(&inode->fc, &expected, fc, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

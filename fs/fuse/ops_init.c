@@ -74,7 +74,7 @@ void afs_op_init(void *userdata, struct fuse_conn_info *conn)
 	}
 	/* Writeback: the kernel keeps dirty pages and its own size and
 	 * times, and writes whole pages later (docs/tuning.md). */
-	if (afs_ahead_config(fs->ahead)->write_mode == AFS_WRITE_BACK) {
+	if (afs_data_options(fs->data)->write_mode == AFS_WRITE_BACK) {
 		if (capable & FUSE_CAP_WRITEBACK_CACHE)
 			conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 		else

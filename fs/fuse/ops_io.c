@@ -188,7 +188,7 @@ void afs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			.ctx = &rr,
 		};
 
-		rc = afs_data_read(fs->ahead, &r, (uint64_t)off, size);
+		rc = afs_data_read(fs->data, &r, (uint64_t)off, size);
 		/* Kernel mode: the kernel asked for whole pages past the end
 		 * the reply found -- it believed the file longer, so it was
 		 * cut -- and fills them with zeros, which it keeps if its

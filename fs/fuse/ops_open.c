@@ -245,7 +245,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 			free(f);
 			return rc;
 		}
-		if (afs_ahead_config(fs->ahead)->read_mode == AFS_READ_DIRECT &&
+		if (afs_data_options(fs->data)->read_mode == AFS_READ_DIRECT &&
 		    (fi->flags & O_ACCMODE) == O_RDONLY) {
 			/* Every read reaches the daemon.  Writable opens keep
 			 * the kernel's cache: shared writable mappings need

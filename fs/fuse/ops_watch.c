@@ -67,7 +67,7 @@ watch_file(void *ctx, const struct afs_watch_id *id, bool force)
 	if (i)
 		key.gen = i->generation;
 	if (i || id->has_gen)
-		afs_fcache_find(fs->ahead, &key, &fc);
+		afs_fcache_find(fs->data, &key, &fc);
 	if (!i && !fc)
 		return AFS_WATCH_UNKNOWN;
 	if (i)
@@ -108,7 +108,7 @@ static void watch_overflow(void *ctx)
 	uint64_t *ids;
 	size_t n = 0, files = 0;
 
-	if (afs_ahead_outside_all(fs->ahead, &files))
+	if (afs_data_outside_all(fs->data, &files))
 		afs_log(LOG_WARNING, "watch: events were lost and there was "
 				     "no memory to drop the cached pages");
 	if (!afs_itable_nodeids(&fs->itable, &ids, &n)) {

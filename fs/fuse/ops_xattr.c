@@ -96,11 +96,11 @@ static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
 	}
 	switch (op) {
 	case X_GET:
-		*n = afs_xattr_ahead_get(fs->ahead, &t, a->name, buf, a->size);
+		*n = afs_xattr_ahead_get(fs->data, &t, a->name, buf, a->size);
 		rc = *n < 0 ? (int)*n : 0;
 		break;
 	case X_SET:
-		rc = afs_xattr_ahead_set(fs->ahead, &t, a->name, a->value,
+		rc = afs_xattr_ahead_set(fs->data, &t, a->name, a->value,
 					 a->size, a->flags,
 					 fuse_req_ctx(req)->uid, getuid());
 		break;

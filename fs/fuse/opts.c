@@ -42,7 +42,7 @@ void afs_opts_init(struct afs_opts *o)
 	o->clone_fd = true;
 	o->max_threads = AFS_MAX_THREADS_DEFAULT;
 	o->max_idle_threads = AFS_MAX_IDLE_THREADS_DEFAULT;
-	afs_ahead_config_init(&o->ahead);
+	afs_data_config_init(&o->data);
 	o->attr_timeout = AFS_ATTR_TIMEOUT_DEFAULT;
 	o->entry_timeout = -1; /* afs_opts_entry_timeout() */
 	o->warm_interval = AFS_WARM_INTERVAL_DEFAULT;
@@ -301,13 +301,13 @@ int afs_opts_parse(struct afs_opts *o, int argc, char **argv, char *err,
 			    "options 'opens=none' and 'no_default_permissions' "
 			    "conflict: without OPEN requests the kernel's "
 			    "permission check is the only one");
-	if (o->opens == AFS_OPENS_NONE && o->ahead.read_mode == AFS_READ_DIRECT)
+	if (o->opens == AFS_OPENS_NONE && o->data.read_mode == AFS_READ_DIRECT)
 		return fail(err, errlen, -EINVAL,
 			    "options 'opens=none' and 'read_mode=direct' "
 			    "conflict: direct reads need the OPEN's reply");
-	if (o->ahead.ra.stripe_bytes && o->ahead.ra.chunk_bytes &&
-	    (o->ahead.ra.chunk_bytes > o->ahead.ra.stripe_bytes ||
-	     o->ahead.ra.stripe_bytes % o->ahead.ra.chunk_bytes))
+	if (o->data.ra.stripe_bytes && o->data.ra.chunk_bytes &&
+	    (o->data.ra.chunk_bytes > o->data.ra.stripe_bytes ||
+	     o->data.ra.stripe_bytes % o->data.ra.chunk_bytes))
 		return fail(err, errlen, -EINVAL,
 			    "options 'stripe' and 'chunk' conflict: the stripe "
 			    "width must be a whole number of chunks");

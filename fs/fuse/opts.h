@@ -103,8 +103,8 @@ struct afs_opts {
 	 * backing_io=, write_behind=, ...), parsed straight into the data
 	 * path's configuration: its fields, enums and name tables are the
 	 * options' (fs/data/data.h, ra/ra.h); its defaults are
-	 * afs_ahead_config_init()'s */
-	struct afs_ahead_config ahead;
+	 * afs_data_config_init()'s */
+	struct afs_data_config data;
 	enum afs_watch_mode watch; /* -o watch= (fs/watch/watch.h) */
 
 	/* warm restart (fs/warm/warm.h): warm_state= (absolute, outside

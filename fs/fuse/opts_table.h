@@ -37,7 +37,7 @@ enum afs_opt_kind {
  * 0 is the default, worked out where it is used (ZERO_AUTO: cache_size,
  * ra_max, stripe, chunk); the exceptions, options that can be turned off,
  * say ZERO_OFF in their row (write_behind, write_direct).  A field whose
- * default is not 0 gets it from afs_opts_init() (afs_ahead_config_init()
+ * default is not 0 gets it from afs_opts_init() (afs_data_config_init()
  * for the data path), which is where --help reads it. */
 enum afs_opt_zero {
 	ZERO_PLAIN = 0, /* a number as any other, or 0 is not taken */

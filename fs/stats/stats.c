@@ -296,11 +296,11 @@ static void collect_file(const struct afs_xattr_target *t,
 	s->_revalidations = fr.revalidations;
 }
 
-static void collect_root(struct afs_ahead *a, const struct afs_xattr_target *t,
+static void collect_root(struct afs_data *a, const struct afs_xattr_target *t,
 			 struct afs_stats_root *s, char *started,
 			 size_t started_len)
 {
-	const struct afs_ahead_config *cfg;
+	const struct afs_data_config *cfg;
 	struct afs_stats_aref ar;
 	struct cache_stats cs;
 	struct ra_engine_stats es;
@@ -389,7 +389,7 @@ static void collect_root(struct afs_ahead *a, const struct afs_xattr_target *t,
 	s->_revalidations = ar.d.revalidations;
 }
 
-ssize_t afs_stats_get(struct afs_ahead *a, const struct afs_xattr_target *t,
+ssize_t afs_stats_get(struct afs_data *a, const struct afs_xattr_target *t,
 		      char *buf, size_t size)
 {
 	struct afs_jw o = {.buf = size ? buf : NULL,

@@ -24,15 +24,15 @@
 #include "jsonw.h"
 
 /*
- * What the root's stats read of the mount: the data path's (afs_ahead_stats()
+ * What the root's stats read of the mount: the data path's (afs_data_stats()
  * and its cache, engine and options) and its neighbours' (@t's warm,
  * watch and passthrough).  Filled by afs_stats_aref().
  */
 struct afs_stats_aref {
 	struct cache *cache;
 	struct ra_engine *ra;
-	const struct afs_ahead_config *cfg; /* in force */
-	struct afs_ahead_stats d;
+	const struct afs_data_config *cfg; /* in force */
+	struct afs_data_stats d;
 	struct afs_pressure_stats pressure;
 	struct afs_warm_counters warm;
 	struct afs_watch_counts watch;
@@ -40,7 +40,7 @@ struct afs_stats_aref {
 };
 
 /** afs_stats_aref() - The mount's state as @t sees it.  Context: any. */
-void afs_stats_aref(const struct afs_ahead *a, const struct afs_xattr_target *t,
+void afs_stats_aref(const struct afs_data *a, const struct afs_xattr_target *t,
 		    struct afs_stats_aref *out);
 
 /* The snapshots of the values, one member per schema row (OBJ_KEY). */
@@ -81,7 +81,7 @@ size_t afs_stats_value_cap(size_t size);
 ssize_t afs_stats_get_word(const char *w, char *buf, size_t size);
 
 /** afs_stats_get() - user.aheadfs.stats of @t (root or regular file). */
-ssize_t afs_stats_get(struct afs_ahead *a, const struct afs_xattr_target *t,
+ssize_t afs_stats_get(struct afs_data *a, const struct afs_xattr_target *t,
 		      char *buf, size_t size);
 
 /** afs_stats_get_map() - user.aheadfs.map of regular file @t. */
@@ -97,7 +97,7 @@ enum afs_stats_tunable {
 };
 
 /** afs_stats_get_tunable() - The value of @id in force, as a word. */
-ssize_t afs_stats_get_tunable(struct afs_ahead *a,
+ssize_t afs_stats_get_tunable(struct afs_data *a,
 			      const struct afs_xattr_target *t,
 			      enum afs_stats_tunable id, char *buf,
 			      size_t size);
@@ -106,7 +106,7 @@ ssize_t afs_stats_get_tunable(struct afs_ahead *a,
  * afs_stats_set_tunable() - Set @id to @value (@size bytes, one trailing
  * newline allowed).  Return: 0, -EINVAL (nothing changed).
  */
-int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
+int afs_stats_set_tunable(struct afs_data *a, const struct afs_xattr_target *t,
 			  enum afs_stats_tunable id, const char *value,
 			  size_t size);
 

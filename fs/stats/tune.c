@@ -39,7 +39,7 @@ static const char *const *word_names(enum afs_stats_tunable id)
 					 : ra_stream_table_names;
 }
 
-int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
+int afs_stats_set_tunable(struct afs_data *a, const struct afs_xattr_target *t,
 			  enum afs_stats_tunable id, const char *value,
 			  size_t size)
 {
@@ -78,10 +78,10 @@ int afs_stats_set_tunable(struct afs_ahead *a, const struct afs_xattr_target *t,
 	default:
 		return -ENOTSUP;
 	}
-	return ra_engine_tune(afs_ahead_engine(a), &tune, what);
+	return ra_engine_tune(afs_data_engine(a), &tune, what);
 }
 
-ssize_t afs_stats_get_tunable(struct afs_ahead *a,
+ssize_t afs_stats_get_tunable(struct afs_data *a,
 			      const struct afs_xattr_target *t,
 			      enum afs_stats_tunable id, char *buf, size_t size)
 {
@@ -91,7 +91,7 @@ ssize_t afs_stats_get_tunable(struct afs_ahead *a,
 	const char *w;
 	char tmp[24];
 
-	ra_engine_tuning(afs_ahead_engine(a), &tune);
+	ra_engine_tuning(afs_data_engine(a), &tune);
 	switch (id) {
 	case AFS_TUNE_ADVICE:
 		afs_fcache_stats(t->fc, &fr);

@@ -2,7 +2,7 @@
  * the entry points, the size answer, and the one function that reads a
  * file's data-path state (see xattr.h and docs/stats.md).
  *
- * The data path is read through its stats functions (afs_ahead_stats(),
+ * The data path is read through its stats functions (afs_data_stats(),
  * afs_fcache_stats()) and the mount's neighbours through theirs
  * (afs_warm_stats(), afs_watch_stats(), the adapter's passthrough snapshot
  * in the target): afs_stats_aref() gathers the root's.
@@ -48,13 +48,13 @@ static const struct {
 };
 
 /* What the root's stats read of the mount. */
-void afs_stats_aref(const struct afs_ahead *a, const struct afs_xattr_target *t,
+void afs_stats_aref(const struct afs_data *a, const struct afs_xattr_target *t,
 		    struct afs_stats_aref *out)
 {
-	out->cache = afs_ahead_cache(a);
-	out->ra = afs_ahead_engine(a);
-	out->cfg = afs_ahead_config(a);
-	afs_ahead_stats(a, &out->d);
+	out->cache = afs_data_cache(a);
+	out->ra = afs_data_engine(a);
+	out->cfg = afs_data_options(a);
+	afs_data_stats(a, &out->d);
 	out->pressure = out->d.pressure;
 	afs_warm_stats(t->warm, &out->warm);
 	afs_watch_stats(t->watch, &out->watch);
@@ -116,7 +116,7 @@ static bool name_exists(enum name_id id, const struct afs_xattr_target *t)
 	return t->is_reg && t->fc && names[id].on_reg;
 }
 
-ssize_t afs_xattr_ahead_get(struct afs_ahead *a,
+ssize_t afs_xattr_ahead_get(struct afs_data *a,
 			    const struct afs_xattr_target *t, const char *name,
 			    char *buf, size_t size)
 {
@@ -139,7 +139,7 @@ ssize_t afs_xattr_ahead_get(struct afs_ahead *a,
 	}
 }
 
-int afs_xattr_ahead_set(struct afs_ahead *a, const struct afs_xattr_target *t,
+int afs_xattr_ahead_set(struct afs_data *a, const struct afs_xattr_target *t,
 			const char *name, const char *value, size_t size,
 			int flags, uid_t caller_uid, uid_t owner_uid)
 {

@@ -43,7 +43,7 @@
  *
  * Concurrency: every call may run on any libfuse worker thread, several at
  * once; nothing here keeps state between calls.  A file's state is read
- * through afs_fcache_stats(), the mount's through afs_ahead_stats() and its
+ * through afs_fcache_stats(), the mount's through afs_data_stats() and its
  * neighbours' stats functions (xattr.c, afs_stats_aref()).  The figures are read
  * without stopping the cache or the readahead (relaxed counters, not a
  * snapshot).  The map walks the file's pages under rcu_read_lock() in
@@ -129,7 +129,7 @@ bool afs_xattr_ours(const char *name);
  * Return: The length (of the value, or the size answer), -ENODATA,
  * -ERANGE or -ENOMEM (see the top of this file).
  */
-ssize_t afs_xattr_ahead_get(struct afs_ahead *a,
+ssize_t afs_xattr_ahead_get(struct afs_data *a,
 			    const struct afs_xattr_target *t, const char *name,
 			    char *buf, size_t size);
 
@@ -148,7 +148,7 @@ ssize_t afs_xattr_ahead_get(struct afs_ahead *a,
  * Return: 0, -EINVAL, -EPERM, -ENOTSUP or -EEXIST (see the top of this
  * file).
  */
-int afs_xattr_ahead_set(struct afs_ahead *a, const struct afs_xattr_target *t,
+int afs_xattr_ahead_set(struct afs_data *a, const struct afs_xattr_target *t,
 			const char *name, const char *value, size_t size,
 			int flags, uid_t caller_uid, uid_t owner_uid);
 

@@ -24,7 +24,7 @@
 #define WALK_PROBES (1u << 20)
 
 struct afs_warm {
-	struct afs_ahead *a;
+	struct afs_data *a;
 	struct afs_warm_config cfg;
 	char *path;
 	pthread_t thread;
@@ -187,7 +187,7 @@ static int write_atomic(const char *path, const uint8_t *buf, size_t len,
 	return 0;
 }
 
-int afs_warm_save(struct afs_ahead *a, const char *path,
+int afs_warm_save(struct afs_data *a, const char *path,
 		  struct afs_warm_counters *counts, char *err, size_t errlen)
 {
 	struct afs_warm_enc e = {0};
@@ -196,7 +196,7 @@ int afs_warm_save(struct afs_ahead *a, const char *path,
 	size_t n;
 	int rc;
 
-	rc = afs_ahead_files(a, &s, &n);
+	rc = afs_data_files(a, &s, &n);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		return rc;
@@ -326,14 +326,14 @@ refuse:
  * interval passes without a miss.  Return: true when stopped. */
 static bool yield_to_readers(struct afs_warm *w, uint64_t *seen)
 {
-	uint64_t m = afs_ahead_demand_misses(w->a);
+	uint64_t m = afs_data_demand_misses(w->a);
 
 	while (m != *seen) {
 		*seen = m;
 		afs_count(&w->c.pauses, 1);
 		if (nap(w, AFS_WARM_YIELD_MS * 1000000ull))
 			return true;
-		m = afs_ahead_demand_misses(w->a);
+		m = afs_data_demand_misses(w->a);
 	}
 	return false;
 }
@@ -343,7 +343,7 @@ static bool budget_allows(struct afs_warm *w, uint64_t bytes)
 {
 	struct cache_stats cs;
 
-	cache_stats(afs_ahead_cache(w->a), &cs);
+	cache_stats(afs_data_cache(w->a), &cs);
 	return cs.used_bytes + bytes <= cs.low_bytes;
 }
 
@@ -468,9 +468,9 @@ static void warm_up(struct afs_warm *w)
 			   "CAP_DAC_READ_SEARCH (a non-root daemon has it "
 			   "only if granted): files it cannot open are "
 			   "skipped");
-	seen = afs_ahead_demand_misses(w->a);
+	seen = afs_data_demand_misses(w->a);
 	for (i = 0; i < w->map.nfiles; i++) {
-		if (afs_count_read(&w->c.files) >= afs_ahead_idle_max(w->a))
+		if (afs_count_read(&w->c.files) >= afs_data_idle_max(w->a))
 			break;
 		if (warm_file(w, &w->map.files[i], &seen, rate))
 			break;
@@ -510,7 +510,7 @@ static void *warm_thread(void *arg)
 	return NULL;
 }
 
-int afs_warm_start(struct afs_ahead *a, const struct afs_warm_config *cfg,
+int afs_warm_start(struct afs_data *a, const struct afs_warm_config *cfg,
 		   struct afs_warm **out)
 {
 	struct afs_warm *w = calloc(1, sizeof(*w));

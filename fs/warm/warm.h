@@ -6,7 +6,7 @@
  * The file format is state.h's.
  *
  * What is saved: every file of the data path's table (in use first, then
- * idle ones from the most recently used, afs_ahead_files()): its identity (backing device, inode number,
+ * idle ones from the most recently used, afs_data_files()): its identity (backing device, inode number,
  * generation, size, mtime, ctime) and the ranges of pages it has cached,
  * data or history (history: pages the kernel took a copy of in kernel
  * mode).  Saved atomically: written to PATH.tmp (mode 0600, created with
@@ -30,7 +30,7 @@
  * (afs_fcache_warm()), then the file is put: it stays in the table as an
  * idle file (fs/data/data.h) until a LOOKUP finds it by key; so files are
  * warmed in the map's order, hottest first, at most the idle limit of them
- * (afs_ahead_idle_max()).  Throttled by
+ * (afs_data_idle_max()).  Throttled by
  * aheadfs itself -- I/O priority classes do nothing under the none
  * scheduler: at most cfg.rate_bytes a second, one chunk in flight, and a
  * pause (warm.pauses) of AFS_WARM_YIELD_MS whenever reads of the mount
@@ -101,11 +101,11 @@ void afs_warm_stats(const struct afs_warm *w, struct afs_warm_counters *out);
 /**
  * afs_warm_start() - Load the state file and start the thread: warm-up,
  * then checkpoints.  A missing or refused state file is no error (cold).
- * Context: The daemon's main thread, after afs_ahead_create(); @cfg's
+ * Context: The daemon's main thread, after afs_data_create(); @cfg's
  * mount_fd must stay open until afs_warm_stop().
  * Return: 0 and *@out, -ENOMEM or the thread creation's -errno.
  */
-int afs_warm_start(struct afs_ahead *a, const struct afs_warm_config *cfg,
+int afs_warm_start(struct afs_data *a, const struct afs_warm_config *cfg,
 		   struct afs_warm **out);
 
 /**
@@ -124,7 +124,7 @@ void afs_warm_stop(struct afs_warm *w);
  * under RCU, writes and fsyncs the file.
  * Return: 0, or -errno (nothing replaced).
  */
-int afs_warm_save(struct afs_ahead *a, const char *path,
+int afs_warm_save(struct afs_data *a, const char *path,
 		  struct afs_warm_counters *counts, char *err, size_t errlen);
 
 #endif /* AFS_WARM_H */

@@ -31,14 +31,14 @@ static const char *const names[] = {
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
-static struct afs_ahead *a;
+static struct afs_data *a;
 static struct afs_fcache *fc;
 static struct stat file_st, dir_st;
 static struct afs_xattr_target file_t, root_t;
 
 static void setup(void)
 {
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	char path[] = "/tmp/afs-fuzz-xattr-XXXXXX", err[256];
 	struct afs_file_key key;
 	int fd = mkstemp(path);
@@ -47,13 +47,13 @@ static void setup(void)
 	unlink(path);
 	assert(!ftruncate(fd, 1 << 20));
 	assert(!fstat(fd, &file_st) && !stat("/", &dir_st));
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = 64u << 20;
 	cfg.manual_reclaim = true;
 	cfg.ra.max_bytes = 1u << 20;
 	cfg.ra.workers = 1;
 	cache_thread_online();
-	assert(!afs_ahead_create(&cfg, &a, err, sizeof(err)));
+	assert(!afs_data_create(&cfg, &a, err, sizeof(err)));
 	key = (struct afs_file_key){.dev = file_st.st_dev,
 				    .ino = file_st.st_ino};
 	assert(!afs_fcache_lookup(a, &key, &file_st, &fc));

@@ -5,7 +5,7 @@
  * without a copy of the file, and a stale page (another seed, another
  * offset) is seen.
  *
- * Usage: afs_ahead_io COMMAND ARGS...
+ * Usage: afs_data_io COMMAND ARGS...
  *   fill FILE SIZE SEED          create/truncate FILE and write SIZE bytes,
  *                                then leave it out of the page cache
  *                                (fdatasync, POSIX_FADV_DONTNEED): a data
@@ -585,16 +585,16 @@ int main(int argc, char **argv)
 		return cmd_pin(argv[2]);
 	if (!strcmp(cmd, "xattr") && argc == 4)
 		return cmd_xattr(argv[2], argv[3]);
-	fprintf(stderr, "usage: afs_ahead_io fill FILE SIZE SEED\n"
-			"       afs_ahead_io write FILE SEED OFF LEN\n"
-			"       afs_ahead_io check FILE SEED [BS [OFF [LEN]]]\n"
-			"       afs_ahead_io coop FILE SEED THREADS BS "
+	fprintf(stderr, "usage: afs_data_io fill FILE SIZE SEED\n"
+			"       afs_data_io write FILE SEED OFF LEN\n"
+			"       afs_data_io check FILE SEED [BS [OFF [LEN]]]\n"
+			"       afs_data_io coop FILE SEED THREADS BS "
 			"one|per-request\n"
-			"       afs_ahead_io random FILE SEED COUNT BS RSEED "
+			"       afs_data_io random FILE SEED COUNT BS RSEED "
 			"[SPAN [GRID [HEAD]]]\n"
-			"       afs_ahead_io slow FILE SEED THREADS BS RATE "
+			"       afs_data_io slow FILE SEED THREADS BS RATE "
 			"SECONDS\n"
-			"       afs_ahead_io pin FILE\n"
-			"       afs_ahead_io xattr PATH NAME\n");
+			"       afs_data_io pin FILE\n"
+			"       afs_data_io xattr PATH NAME\n");
 	return 2;
 }

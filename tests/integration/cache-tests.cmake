@@ -5,10 +5,10 @@
 # mode (kernel when unset): the key tests are registered once per mode, the
 # direct one as integration/<name>_direct.
 #
-# afs_ahead_io  seeded pattern files and checked reads (sequential,
+# afs_data_io  seeded pattern files and checked reads (sequential,
 #               cooperative threads, random), getxattr size-first
-add_executable(afs_ahead_io ahead_io.c)
-target_link_libraries(afs_ahead_io PRIVATE Threads::Threads)
+add_executable(afs_data_io ahead_io.c)
+target_link_libraries(afs_data_io PRIVATE Threads::Threads)
 
 # afs_cache_test(NAME TIMEOUT [direct])
 function(afs_cache_test name timeout)

@@ -4,7 +4,7 @@
 # Sets:
 #   AC_MODE   the read mode under test: $AFS_READ_MODE (ctest registers the
 #             key tests once per mode), default kernel
-#   AC_IO     the afs_ahead_io helper (seeded pattern files, checked reads)
+#   AC_IO     the afs_data_io helper (seeded pattern files, checked reads)
 #
 # Functions:
 #   ac_mount_ext4 MIB [OPT,...]  a real ext4 volume (lib.sh's loop helper),
@@ -31,7 +31,7 @@
 #                            drop_caches or memory pressure (from any test
 #                            on the machine) makes it forget closed ones
 #   ac_unhold                close them all
-#   ac_pin FILE              lock FILE's pages in the page cache (afs_ahead_io
+#   ac_pin FILE              lock FILE's pages in the page cache (afs_data_io
 #                            pin: mmap + mlock, reading in any page already
 #                            gone) until ac_unpin: a check that needs a
 #                            backing file resident cannot count on memory
@@ -51,7 +51,7 @@
 #                            read again through aheadfs, which keeps one)
 
 AC_MODE=${AFS_READ_MODE:-kernel}
-AC_IO=$AFS_TESTBIN/afs_ahead_io
+AC_IO=$AFS_TESTBIN/afs_data_io
 [ -x "$AC_IO" ] || afs_fail "$AC_IO missing (build the tests)"
 command -v python3 >/dev/null || afs_fail "python3 missing"
 case "$AC_MODE" in

@@ -46,7 +46,7 @@ static inline int test_reply_check(void *ctx, const struct iovec *iov, int n)
  * them afterwards.
  * Return: 0, afs_data_read()'s -errno, or -EIO for a wrong byte.
  */
-static inline int test_read_bytes(struct afs_ahead *a, struct afs_fcache *fc,
+static inline int test_read_bytes(struct afs_data *a, struct afs_fcache *fc,
 				  int fd, struct ra_state *st, uint64_t index,
 				  uint64_t nr, test_byte_fn want,
 				  uint64_t *bytes)
@@ -67,7 +67,7 @@ static inline int test_read_bytes(struct afs_ahead *a, struct afs_fcache *fc,
 }
 
 /* test_read_bytes() without the count. */
-static inline int test_read_check(struct afs_ahead *a, struct afs_fcache *fc,
+static inline int test_read_check(struct afs_data *a, struct afs_fcache *fc,
 				  int fd, struct ra_state *st, uint64_t index,
 				  uint64_t nr, test_byte_fn want)
 {

@@ -33,10 +33,10 @@
 static int setup_piece(void **state, uint64_t piece)
 {
 	struct data_path *fx = calloc(1, sizeof(*fx));
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 
 	assert_non_null(fx);
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = 16u << 20;
 	cfg.manual_reclaim = true;
 	cfg.ra.workers = 1;

@@ -1,5 +1,5 @@
 /* test_cgroup.c - the default cache budget and the memory cgroup probe
- * (afs_cgroup_mem_limit(), afs_ahead_default_size()), on fake /proc and
+ * (afs_cgroup_mem_limit(), afs_data_default_size()), on fake /proc and
  * /sys trees under a temporary directory.
  *
  * Covered: cgroup v1 (the cgroup's own limit, the hierarchical limit of an
@@ -159,18 +159,18 @@ static void default_size(void **state)
 	uint64_t ram = 24 * 1024 * MIB, min = 18 * MIB;
 
 	(void)state;
-	assert_int_equal(afs_ahead_default_size(ram, 0, min), ram / 8);
-	assert_int_equal(afs_ahead_default_size(0, 0, min), 256 * MIB);
+	assert_int_equal(afs_data_default_size(ram, 0, min), ram / 8);
+	assert_int_equal(afs_data_default_size(0, 0, min), 256 * MIB);
 	/* A quarter of the cgroup's limit. */
-	assert_int_equal(afs_ahead_default_size(ram, 256 * MIB, min), 64 * MIB);
-	assert_int_equal(afs_ahead_default_size(0, 256 * MIB, min), 64 * MIB);
+	assert_int_equal(afs_data_default_size(ram, 256 * MIB, min), 64 * MIB);
+	assert_int_equal(afs_data_default_size(0, 256 * MIB, min), 64 * MIB);
 	/* Never below what the threads need. */
-	assert_int_equal(afs_ahead_default_size(ram, 64 * MIB, min), min);
+	assert_int_equal(afs_data_default_size(ram, 64 * MIB, min), min);
 	/* A limit at or above RAM, or whose quarter is above an eighth of
 	 * RAM, changes nothing. */
-	assert_int_equal(afs_ahead_default_size(ram, ram, min), ram / 8);
-	assert_int_equal(afs_ahead_default_size(ram, 2 * ram, min), ram / 8);
-	assert_int_equal(afs_ahead_default_size(ram, ram / 2 + MIB, min),
+	assert_int_equal(afs_data_default_size(ram, ram, min), ram / 8);
+	assert_int_equal(afs_data_default_size(ram, 2 * ram, min), ram / 8);
+	assert_int_equal(afs_data_default_size(ram, ram / 2 + MIB, min),
 			 ram / 8);
 }
 

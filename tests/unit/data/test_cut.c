@@ -65,7 +65,7 @@ static void fill(int fd, uint64_t from, uint64_t to, uint32_t gen)
 
 static int setup(void **state)
 {
-	struct afs_ahead_config cfg = {
+	struct afs_data_config cfg = {
 		.cache_size = 64u << 20,
 		.ra = {.max_bytes = 512 << 10, .workers = 2}};
 	struct fixture *fx = calloc(1, sizeof(*fx));

@@ -13,7 +13,7 @@
  * Here with the data path's tests, not in tests/unit/ra: what is tested is
  * the facade (ra.h) as the daemon drives it, through afs_data_read() -- its
  * hits, marker hits, misses and waits on LOCKED pages -- on a mount's engine
- * and file (afs_ahead_create(), afs_fcache_ra()).  Without fs/data each
+ * and file (afs_data_create(), afs_fcache_ra()).  Without fs/data each
  * test would need a read path of its own, and would no longer check the one
  * the daemon serves READs with.  ra/'s tests on cache/ alone are in
  * tests/unit/ra.
@@ -78,19 +78,19 @@ static int setup_with(void **state, uint64_t size, const struct ra_config *rc,
 {
 	/* The reads below keep their pages (read_check.h), as direct mode
 	 * does. */
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 
 	cache_thread_online();
 	assert_non_null(fx);
 	assert_int_equal(make_file(fx, size), 0);
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = budget;
 	cfg.read_mode = AFS_READ_DIRECT;
 	cfg.ra = *rc;
 	data_path_mount(&fx->dp, &cfg, true);
-	fx->c = afs_ahead_cache(fx->dp.a);
-	fx->e = afs_ahead_engine(fx->dp.a);
+	fx->c = afs_data_cache(fx->dp.a);
+	fx->e = afs_data_engine(fx->dp.a);
 	fx->m = afs_fcache_map(fx->dp.fc);
 	fx->f = afs_fcache_ra_file(fx->dp.fc);
 	*state = fx;

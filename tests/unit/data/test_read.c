@@ -72,14 +72,14 @@ static void write_file(struct fixture *fx, uint64_t size)
 
 static int setup_budget(void **state, uint64_t budget, uint64_t size)
 {
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 
 	cache_thread_online();
 	assert_non_null(fx);
 	data_path_tmpfile(&fx->dp, "afs-read");
 	write_file(fx, size);
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = budget;
 	cfg.manual_reclaim = true;
 	cfg.ra.max_bytes = 256 << 10;
@@ -825,15 +825,15 @@ static void test_idle_revived_changed(void **state)
 }
 
 /* The idle limit: the oldest idle files go first; a file with nothing
- * cached is not kept at all; afs_ahead_drop_idle() frees the rest. */
+ * cached is not kept at all; afs_data_drop_idle() frees the rest. */
 static void test_idle_limit(void **state)
 {
 	struct fixture *fx = *state;
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	struct afs_fcache *fc[4];
-	struct afs_ahead *a;
+	struct afs_data *a;
 
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = 64u << 20;
 	cfg.manual_reclaim = true;
 	cfg.idle_files = 2;
@@ -871,10 +871,10 @@ static void test_idle_limit(void **state)
 		afs_fcache_put(again);
 	}
 	assert_int_equal(a->nfiles, 2);
-	assert_int_equal(afs_ahead_drop_idle(a), 2);
+	assert_int_equal(afs_data_drop_idle(a), 2);
 	assert_int_equal(a->nidle, 0);
 	assert_int_equal(a->nfiles, 0);
-	afs_ahead_destroy(a);
+	afs_data_destroy(a);
 }
 
 /* The table as the warm restart's checkpoint sees it: files in use first,
@@ -905,7 +905,7 @@ static void test_files_snapshot(void **state)
 	afs_fcache_put(fc[0]);
 	afs_fcache_put(fc[1]); /* idle: 1 (newest), then 0 */
 	for (int round = 0; round < 2; round++) {
-		assert_int_equal(afs_ahead_files(fx->dp.a, &s, &n), 0);
+		assert_int_equal(afs_data_files(fx->dp.a, &s, &n), 0);
 		assert_int_equal(n, 3);
 		assert_int_equal(s[0].key.ino, 202);
 		assert_int_equal(s[1].key.ino, 201);
@@ -941,17 +941,17 @@ static void test_idle_found_by_watcher(void **state)
 	assert_int_equal(afs_fcache_find(fx->dp.a, &key, &found), 0);
 	assert_ptr_equal(found, old);
 	assert_int_equal(fx->dp.a->nidle, 0); /* held: not on the LRU */
-	assert_int_equal(afs_ahead_drop_idle(fx->dp.a), 0);
+	assert_int_equal(afs_data_drop_idle(fx->dp.a), 0);
 	afs_fcache_put(found);
 	assert_int_equal(fx->dp.a->nidle, 1);
-	assert_int_equal(afs_ahead_outside_all(fx->dp.a, &n), 0);
+	assert_int_equal(afs_data_outside_all(fx->dp.a, &n), 0);
 	assert_int_equal(n, 1);
 	/* Its pages went with the overflow: the put freed it, and unlinked
 	 * from the LRU first (a file left linked there was the crash). */
 	assert_int_equal(fx->dp.a->nidle, 0);
 	assert_int_equal(fx->dp.a->nfiles, 0);
-	assert_int_equal(afs_ahead_drop_idle(fx->dp.a), 0);
-	assert_int_equal(afs_ahead_outside_all(fx->dp.a, &n), 0);
+	assert_int_equal(afs_data_drop_idle(fx->dp.a), 0);
+	assert_int_equal(afs_data_outside_all(fx->dp.a, &n), 0);
 	assert_int_equal(n, 0);
 }
 
@@ -1005,7 +1005,7 @@ static void test_outside_changes(void **state)
 	r = (struct reply){0};
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
 	settle(fx);
-	assert_int_equal(afs_ahead_outside_all(fx->dp.a, &n), 0);
+	assert_int_equal(afs_data_outside_all(fx->dp.a, &n), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(afs_fcache_changes(fx->dp.fc), 4);
 	assert_int_equal(afs_fcache_changes(fx->other), 1);

@@ -72,7 +72,7 @@ static uint8_t pattern2(uint64_t off)
 static const test_byte_fn patterns[NFILES] = {pattern0, pattern1, pattern2};
 
 struct soak {
-	struct afs_ahead *a;
+	struct afs_data *a;
 	struct afs_fcache *fc[NFILES];
 	int fd[NFILES];
 	char path[NFILES][64];
@@ -325,7 +325,7 @@ static void write_file(int fd, int f)
 static void test_soak(void **state)
 {
 	const char *env = getenv("AHEADFS_STRESS_SECONDS");
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	struct worker w[NREADERS + 3];
 	pthread_t th[NREADERS + 3];
 	struct soak *s = calloc(1, sizeof(*s));
@@ -335,7 +335,7 @@ static void test_soak(void **state)
 	assert_non_null(s);
 	cache_thread_online();
 	pthread_mutex_init(&s->lock, NULL);
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = NFILES * FILE_SIZE / 4;
 	cfg.ra.max_bytes = 256 << 10;
 	cfg.ra.workers = 2;
@@ -391,7 +391,7 @@ static void test_soak(void **state)
 		afs_fcache_put(s->fc[f]);
 		close(s->fd[f]);
 	}
-	afs_ahead_destroy(s->a);
+	afs_data_destroy(s->a);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

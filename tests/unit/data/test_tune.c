@@ -19,7 +19,7 @@
  *
  * Here with the data path's tests, not in tests/unit/ra: the engine is
  * tuned as the mount root's tunables tune it, on the engine of a mount
- * (afs_ahead_create()), and the reads that must follow the tuning go
+ * (afs_data_create()), and the reads that must follow the tuning go
  * through the data path's read function (afs_data_read(), read_check.h),
  * which links fs/data above ra/.
  */
@@ -68,7 +68,7 @@ static struct afs_fcache *new_file(struct fixture *fx, uint32_t gen)
 
 static int setup(void **state)
 {
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	uint8_t buf[PAGE];
 
@@ -81,13 +81,13 @@ static int setup(void **state)
 		assert_int_equal(
 			pwrite(fx->dp.fd, buf, PAGE, (off_t)(p * PAGE)), PAGE);
 	}
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = 64u << 20;
 	cfg.ra.max_bytes = 1u << 20;
 	cfg.ra.workers = 2;
 	data_path_mount(&fx->dp, &cfg, true);
-	fx->c = afs_ahead_cache(fx->dp.a);
-	fx->e = afs_ahead_engine(fx->dp.a);
+	fx->c = afs_data_cache(fx->dp.a);
+	fx->e = afs_data_engine(fx->dp.a);
 	fx->m = afs_fcache_map(fx->dp.fc);
 	fx->f = afs_fcache_ra_file(fx->dp.fc);
 	*state = fx;

@@ -53,13 +53,13 @@ static uint8_t pattern(uint64_t off, unsigned seed)
 static int setup_min(void **state, uint64_t min)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	char proc[32];
 	struct statfs sf;
 	int d;
 
 	assert_non_null(fx);
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = 16u << 20;
 	cfg.manual_reclaim = true;
 	cfg.ra.workers = 1;

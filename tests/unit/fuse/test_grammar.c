@@ -2,7 +2,7 @@
  * run-time tunables (setxattr user.aheadfs.NAME, fs/stats) accept the same
  * values with the same meaning: one size parser and one name table per
  * setting.  The mount is made with the data path's constructor
- * (afs_ahead_create()).
+ * (afs_data_create()).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,17 +21,17 @@
 #include "../fixture/data_path.h"
 
 struct fixture {
-	struct afs_ahead *a;
+	struct afs_data *a;
 	struct afs_xattr_target root;
 };
 
 static int setup(void **state)
 {
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 
 	assert_non_null(fx);
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = 64u << 20;
 	cfg.ra.workers = 1;
 	fx->a = data_path_ahead(&cfg);
@@ -44,7 +44,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	afs_ahead_destroy(fx->a);
+	afs_data_destroy(fx->a);
 	free(fx);
 	return 0;
 }
@@ -128,11 +128,11 @@ static void test_ra_max_same_grammar(void **state)
 				 sizes[i], cmd, set);
 		if (cmd)
 			continue;
-		ra_engine_tuning(afs_ahead_engine(fx->a), &t);
-		if (t.max_bytes != o.ahead.ra.max_bytes)
+		ra_engine_tuning(afs_data_engine(fx->a), &t);
+		if (t.max_bytes != o.data.ra.max_bytes)
 			fail_msg("ra_max '%s': command line %" PRIu64
 				 ", setxattr %" PRIu64,
-				 sizes[i], o.ahead.ra.max_bytes, t.max_bytes);
+				 sizes[i], o.data.ra.max_bytes, t.max_bytes);
 		accepted++;
 	}
 	/* both sides of the grammar were exercised */
@@ -162,12 +162,12 @@ static void test_words_same_names(void **state)
 					 settings[n], words[i], cmd, set);
 			if (cmd)
 				continue;
-			ra_engine_tuning(afs_ahead_engine(fx->a), &t);
+			ra_engine_tuning(afs_data_engine(fx->a), &t);
 			if (n == 0)
-				assert_int_equal(t.context, o.ahead.ra.context);
+				assert_int_equal(t.context, o.data.ra.context);
 			else
 				assert_int_equal(t.stream_table,
-						 o.ahead.ra.stream_table);
+						 o.data.ra.stream_table);
 		}
 	}
 }
@@ -178,10 +178,10 @@ static void test_defaults_are_zero(void **state)
 	struct afs_opts o;
 
 	assert_int_equal(parse_opt("ra_workers", "2", &o), 0);
-	assert_int_equal(o.ahead.ra.stream_table, RA_STREAM_TABLE_ON);
-	assert_int_equal(o.ahead.ra.context, RA_CONTEXT_CONSERVATIVE);
-	assert_int_equal(o.ahead.ra.backing_io, RA_BACKING_IO_AUTO);
-	assert_int_equal(o.ahead.read_mode, AFS_READ_KERNEL);
+	assert_int_equal(o.data.ra.stream_table, RA_STREAM_TABLE_ON);
+	assert_int_equal(o.data.ra.context, RA_CONTEXT_CONSERVATIVE);
+	assert_int_equal(o.data.ra.backing_io, RA_BACKING_IO_AUTO);
+	assert_int_equal(o.data.read_mode, AFS_READ_KERNEL);
 	assert_string_equal(ra_name_of(ra_stream_table_names, 0), "on");
 	assert_string_equal(ra_name_of(ra_context_names, 0), "on");
 	assert_string_equal(ra_name_of(ra_backing_io_names, 0), "auto");

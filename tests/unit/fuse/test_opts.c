@@ -228,11 +228,11 @@ static void test_help_lists_options(void **state)
 static void test_default_definitions(void **state)
 {
 	struct fixture *f = *state;
-	struct afs_ahead_config c;
+	struct afs_data_config c;
 	char *text = help_text();
 
-	afs_ahead_config_init(&c);
-	assert_memory_equal(&f->o.ahead, &c, sizeof(c));
+	afs_data_config_init(&c);
+	assert_memory_equal(&f->o.data, &c, sizeof(c));
 	assert_int_equal(c.write_behind, AFS_WRITE_BEHIND_DEFAULT);
 	assert_int_equal(f->o.max_threads, AFS_MAX_THREADS_DEFAULT);
 	assert_int_equal(f->o.warm_rate, AFS_WARM_RATE_DEFAULT);
@@ -242,7 +242,7 @@ static void test_default_definitions(void **state)
 	free(text);
 	/* write_behind=0 is off, not the default */
 	assert_int_equal(parse(f, "-o", "write_behind=0", "s", "m", NULL), 0);
-	assert_int_equal(f->o.ahead.write_behind, 0);
+	assert_int_equal(f->o.data.write_behind, 0);
 }
 
 static void test_unknown_o_option(void **state)

@@ -64,14 +64,14 @@ static int make_file(struct fixture *fx, uint64_t size)
 
 static int setup_size(void **state, uint64_t size)
 {
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	struct fixture *fx = calloc(1, sizeof(*fx));
 
 	cache_thread_online();
 	assert_non_null(fx);
 	assert_int_equal(make_file(fx, size), 0);
 	assert_int_equal(stat("/", &fx->dir_st), 0);
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = 160u << 20;
 	cfg.manual_reclaim = true;
 	cfg.read_mode = AFS_READ_KERNEL;

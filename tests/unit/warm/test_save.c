@@ -37,7 +37,7 @@ static void fill(struct cache_mapping *m, uint64_t first, uint64_t n)
 
 static void test_save_runs_and_history(void **state)
 {
-	struct afs_ahead_config cfg;
+	struct afs_data_config cfg;
 	struct afs_warm_counters counts = {0};
 	struct stat st = {.st_size = 40 * 4096 + 10,
 			  .st_mtim = {.tv_sec = 1700000000, .tv_nsec = 42},
@@ -46,7 +46,7 @@ static void test_save_runs_and_history(void **state)
 	struct afs_file_key k2 = {.dev = 7, .ino = 2};
 	struct afs_fcache *f1, *f2;
 	struct afs_warm_map m;
-	struct afs_ahead *a;
+	struct afs_data *a;
 	char err[256], dir[] = "/tmp/afs-warm-save-XXXXXX", path[64], tmp[80];
 	uint8_t *buf;
 	struct stat fs;
@@ -57,7 +57,7 @@ static void test_save_runs_and_history(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/state", dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	afs_ahead_config_init(&cfg);
+	afs_data_config_init(&cfg);
 	cfg.cache_size = 64u << 20;
 	cfg.manual_reclaim = true;
 	cfg.ra.max_bytes = 256 << 10;
@@ -119,11 +119,11 @@ static void test_save_runs_and_history(void **state)
 
 	/* Saved again over the old file: replaced whole. */
 	afs_fcache_put(f1);
-	assert_int_equal(afs_ahead_drop_idle(a), 2);
+	assert_int_equal(afs_data_drop_idle(a), 2);
 	assert_int_equal(afs_warm_save(a, path, NULL, err, sizeof(err)), 0);
 	assert_int_equal(stat(path, &fs), 0);
 	assert_int_equal(fs.st_size, AFS_WARM_HDR_LEN);
-	afs_ahead_destroy(a);
+	afs_data_destroy(a);
 	unlink(path);
 	rmdir(dir);
 }
