@@ -1,7 +1,9 @@
 /* cgroup.h - the daemon's memory cgroup, read from its files (v1 and v2).
  *
  * Owns nothing: plain functions over the files under a root prefix ("" for
- * the machine, a directory of fake files in tests).  Any thread.
+ * the machine, a directory of fake files in tests).
+ *
+ * Concurrency: no state, no lock; any thread.
  */
 #ifndef AFS_DATA_CGROUP_H
 #define AFS_DATA_CGROUP_H
