@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "data_internal.h"
-#include "fs/data/pressure.h"
+#include "pressure.h"
 #include "cache/base/debug.h"
 
 /* The names of the data path's modes, as the options, the stats and the

@@ -107,7 +107,6 @@
 #include "cache/cache.h"
 #include "ra/ra.h"
 #include "fs/data/file.h"
-#include "fs/data/pressure.h"
 
 /* The largest request the daemon takes (max_write, and so the kernel's
  * max_pages of 256 for reads too). */
@@ -319,6 +318,17 @@ int afs_data_outside_all(struct afs_data *a, size_t *count);
 ssize_t afs_data_write(struct afs_fcache *fc, int fd, const struct iovec *iov,
 		       int n, uint64_t off, int rwf, bool writeback,
 		       uint64_t *at, bool *direct);
+
+/* The cache budget under a memory cgroup (pressure.c, docs/stats.md
+ * "memory"). */
+struct afs_pressure_stats {
+	bool watching; /* a limited memory cgroup is watched */
+	uint64_t limit; /* bytes, 0: none */
+	uint64_t unreclaimable; /* bytes, at the last tick */
+	uint64_t budget; /* bytes, in force */
+	uint64_t shrinks, grows; /* budget changes */
+	uint64_t trimmed; /* bytes handed back to the kernel */
+};
 
 /**
  * struct afs_data_stats - What the mount counted (docs/stats.md "data"),

@@ -13,7 +13,7 @@
 
 #include "cgroup.h"
 #include "data_internal.h"
-#include "fs/data/pressure.h"
+#include "pressure.h"
 
 struct afs_pressure {
 	struct afs_data *a;

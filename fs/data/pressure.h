@@ -41,6 +41,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fs/data/data.h" /* struct afs_pressure_stats */
+
 #define AFS_PRESSURE_TICK_MS 100
 #define AFS_PRESSURE_HIGH_PCT 90
 #define AFS_PRESSURE_TARGET_PCT 85
@@ -49,15 +51,6 @@
 
 struct afs_data;
 struct afs_pressure;
-
-struct afs_pressure_stats {
-	bool watching; /* a limited memory cgroup is watched */
-	uint64_t limit; /* bytes, 0: none */
-	uint64_t unreclaimable; /* bytes, at the last tick */
-	uint64_t budget; /* bytes, in force */
-	uint64_t shrinks, grows; /* budget changes */
-	uint64_t trimmed; /* bytes handed back to the kernel */
-};
 
 /* What one tick decides: the new budget for @budget (unchanged: none);
  * @used: what the cache holds now (a cut starts from the smaller). */

@@ -18,7 +18,6 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "fs/data/pressure.h"
 #include "fs/stats/schema.h"
 #include "fs/stats/xattr.h"
 #include "jsonw.h"

@@ -26,7 +26,7 @@
 
 #include "cgroup.h"
 #include "data_internal.h"
-#include "fs/data/pressure.h"
+#include "pressure.h"
 
 #define MIB (1ull << 20)
 
