@@ -23,7 +23,7 @@
 #include <time.h>
 
 #include "cache/cache.h" /* CACHE_PAGE_SHIFT */
-#include "debug/debug.h"
+#include "cache/base/debug.h"
 #include "geometry.h"
 
 uint64_t ra_now_ns(void)
