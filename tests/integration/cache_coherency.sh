@@ -103,23 +103,44 @@ for f in "$S"/integ/*; do
 done
 root=$(ac_stats "$M")
 ac_assert "$root" "g('backing.errors') == 0 and g('readahead.errors') == 0"
-# Last: the checks above are about bytes, this one about cost.
-# A small write drops the pages it covers, not the file: reading the whole
-# file again after it fetches at most the written page and one readahead
+# Last: the checks above are about bytes, these about cost.
+# A small write drops the pages it covers, not the file: aheadfs keeps
+# every other page (cached or as history), and reading the whole file
+# again after it fetches at most the written page and one readahead
 # window after it (< 3 MiB: the write is 3 MiB before EOF), not 8 MiB.
+# In kernel mode the re-read's cost also depends on what the kernel kept:
+# a write-only open is direct_io (wronly_io=direct), and the kernel drops
+# the whole folio around a direct write's pages; folios of a FUSE file
+# can hold many pages, sized by its readahead, so now and then a few pages
+# beside the written one go too (counted with fincore: 8 or 9 of 2048 in the runs
+# that showed it), and each gap costs aheadfs a readahead window over
+# pages the kernel still holds.  The cost is then asserted only as "the
+# kernel kept most of the file", said so on stdout.
 "$AC_IO" fill "$S/s" "$size" 65
 ac_hold "$M/s"
 drops=$(ac_drops)
 "$AC_IO" check "$M/s" 65 >/dev/null || afs_fail "[$AC_MODE] first read of s"
 before=$(ac_get "$(ac_stats "$M/s")" backing.bytes)
 "$AC_IO" write "$M/s" 66 $((5 << 20)) 4096 || afs_fail "write through the mount"
+ac_assert "$(ac_stats "$M/s")" \
+	"g('cache.cached_pages') + g('cache.history_pages') >= $((size / 4096 - 1))" \
+	"a 4 KiB write through the mount dropped more of aheadfs's pages than it covers"
+kept=$(fincore -n -r -o PAGES "$M/s")
 "$AC_IO" check "$M/s" 65 64K 0 $((5 << 20)) >/dev/null &&
 	"$AC_IO" check "$M/s" 66 64K $((5 << 20)) 4096 >/dev/null &&
 	"$AC_IO" check "$M/s" 65 64K $((5 << 20 | 4096)) >/dev/null ||
 	afs_fail "[$AC_MODE] wrong bytes after a 4 KiB write"
 js=$(ac_stats "$M/s")
 if ac_undisturbed "$drops"; then
-	ac_assert "$js" "g('backing.bytes') - $before <= 3 << 20" \
-		"a 4 KiB write through the mount made the next read fetch the whole file again"
+	if [ "$AC_MODE" = direct ] || [ "$kept" -ge $((size / 4096 - 1)) ]; then
+		ac_assert "$js" "g('backing.bytes') - $before <= 3 << 20" \
+			"a 4 KiB write through the mount made the next read fetch the whole file again"
+	else
+		echo "[$AC_MODE] the kernel kept $kept of $((size / 4096)) pages" \
+			"after the write (a folio around it went): the re-read's" \
+			"cost is not asserted, only that the kernel kept most"
+		[ "$kept" -ge $((size / 4096 / 2)) ] ||
+			afs_fail "[$AC_MODE] a 4 KiB write through the mount left the kernel $kept of $((size / 4096)) pages"
+	fi
 fi
 ac_umount
