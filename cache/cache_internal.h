@@ -236,7 +236,11 @@ struct cache {
 	struct cds_list_head freeing; /* freed pages, waiting for the grace
 				       * thread (linked by their lru) */
 	uint64_t queued_seq, freed_seq; /* pages queued / put back, ever */
+	uint64_t freeing_n; /* pages on freeing */
 	bool grace_stop; /* the grace thread must exit once freeing is empty */
+	bool grace_idle; /* the grace thread waits for a first page */
+	unsigned int grace_waiters; /* threads waiting for freed pages: the
+				     * grace thread gathers none */
 	struct cache_chunk *chunks;
 	uint64_t chunk_pages; /* pages in all chunks */
 	struct cds_list_head partial; /* chunks with free pages */

@@ -284,12 +284,19 @@ void cache_pool_free_now(struct cache *c, struct cache_page **pages,
  * pending at any time -- in a 64 MiB budget that is the headroom readahead
  * windows are cut from (measured: a direct-mode stream in 64 MiB got
  * partial windows 150 times a GiB and ran at half the speed it had with
- * 256 MiB).  Here a page waits for the grace period in progress and the
- * next one: batches follow each other without a pause while pages come.
- * The thread is not an RCU reader, holds no lock across
- * synchronize_rcu(), and nothing waits for it inside an RCU section.
+ * 256 MiB).  Here a full batch (GRACE_GATHER pages) goes at once, and a
+ * smaller one waits at most GRACE_LINGER_MS for more: pages freed a few
+ * at a time (a random reader in kernel mode frees its two pages a READ)
+ * would otherwise cost a wake-up and a grace period -- two membarrier()
+ * IPIs to every core running the daemon -- each, on the reader's path.
+ * So at most GRACE_GATHER pages wait unbatched, whatever the budget.  A
+ * thread that waits for memory (cache_pool_wait(), cache_barrier()) ends
+ * the gathering at once.  The thread is not an RCU reader, holds no lock
+ * across synchronize_rcu(), and nothing waits for it inside an RCU section.
  */
 #define GRACE_BATCH 256
+#define GRACE_GATHER 256
+#define GRACE_LINGER_MS 5
 
 /* Put back the pages of @list (their grace period has ended). */
 static void cache_pool_grace_free(struct cache *c, struct cds_list_head *list)
@@ -318,6 +325,32 @@ static void cache_pool_grace_free(struct cache *c, struct cds_list_head *list)
 	}
 }
 
+/* Whether the grace thread should take c->freeing now. */
+static bool grace_go_locked(const struct cache *c)
+{
+	return c->freeing_n >= GRACE_GATHER || c->grace_waiters ||
+	       c->grace_stop;
+}
+
+/* Let a small batch gather for at most GRACE_LINGER_MS. */
+static void grace_gather_locked(struct cache *c)
+{
+	struct timespec deadline;
+
+	if (grace_go_locked(c))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += GRACE_LINGER_MS * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	while (!grace_go_locked(c))
+		if (pthread_cond_timedwait(&c->grace_cond, &c->pool_lock,
+					   &deadline) == ETIMEDOUT)
+			break;
+}
+
 static void *grace_main(void *arg)
 {
 	struct cache *c = arg;
@@ -325,12 +358,17 @@ static void *grace_main(void *arg)
 
 	pthread_mutex_lock(&c->pool_lock);
 	for (;;) {
-		while (cds_list_empty(&c->freeing) && !c->grace_stop)
+		while (cds_list_empty(&c->freeing) && !c->grace_stop) {
+			c->grace_idle = true;
 			pthread_cond_wait(&c->grace_cond, &c->pool_lock);
+		}
+		c->grace_idle = false;
 		if (cds_list_empty(&c->freeing))
 			break; /* stopped, nothing left */
+		grace_gather_locked(c);
 		cds_list_splice(&c->freeing, &batch);
 		CDS_INIT_LIST_HEAD(&c->freeing);
+		c->freeing_n = 0;
 		pthread_mutex_unlock(&c->pool_lock);
 		synchronize_rcu();
 		cache_pool_grace_free(c, &batch);
@@ -338,6 +376,21 @@ static void *grace_main(void *arg)
 	}
 	pthread_mutex_unlock(&c->pool_lock);
 	return NULL;
+}
+
+/* A thread starts or stops waiting for freed pages: while one waits, the
+ * grace thread gathers none. */
+static void grace_wait_begin_locked(struct cache *c)
+{
+	afs_assert_held(&c->pool_lock);
+	if (!c->grace_waiters++ && c->freeing_n)
+		pthread_cond_signal(&c->grace_cond);
+}
+
+static void grace_wait_end_locked(struct cache *c)
+{
+	afs_assert_held(&c->pool_lock);
+	c->grace_waiters--;
 }
 
 int cache_pool_grace_start(struct cache *c)
@@ -369,9 +422,14 @@ void cache_pool_free_rcu(struct cache_page *p)
 	pthread_mutex_lock(&c->pool_lock);
 	__atomic_store_n(&c->pending, c->pending + 1, __ATOMIC_RELAXED);
 	c->queued_seq++;
-	if (cds_list_empty(&c->freeing))
-		pthread_cond_signal(&c->grace_cond);
 	cds_list_add_tail(&p->lru, &c->freeing);
+	/* Wake the thread for a first page (it gathers more), a full batch
+	 * or a waiter; otherwise it is in its timed wait already. */
+	if (++c->freeing_n == GRACE_GATHER || c->grace_idle ||
+	    c->grace_waiters) {
+		c->grace_idle = false;
+		pthread_cond_signal(&c->grace_cond);
+	}
 	pthread_mutex_unlock(&c->pool_lock);
 }
 
@@ -381,8 +439,10 @@ void cache_barrier(struct cache *c)
 
 	pthread_mutex_lock(&c->pool_lock);
 	seq = c->queued_seq;
+	grace_wait_begin_locked(c);
 	while (c->freed_seq < seq)
 		pthread_cond_wait(&c->pool_cond, &c->pool_lock);
+	grace_wait_end_locked(c);
 	pthread_mutex_unlock(&c->pool_lock);
 }
 
@@ -400,11 +460,13 @@ bool cache_pool_wait(struct cache *c, unsigned int want, unsigned int ms)
 	}
 	pthread_mutex_lock(&c->pool_lock);
 	c->alloc_waits++;
+	grace_wait_begin_locked(c);
 	while (c->used + want > c->budget_pages) {
 		if (pthread_cond_timedwait(&c->pool_cond, &c->pool_lock,
 					   &deadline) == ETIMEDOUT)
 			break;
 	}
+	grace_wait_end_locked(c);
 	ok = c->used < c->budget_pages; /* some, if not all */
 	pthread_mutex_unlock(&c->pool_lock);
 	return ok;

@@ -206,6 +206,17 @@ static void async_rules(struct ra_state *st, const struct ra_params *p,
 	state_set(st, d);
 }
 
+/* A request of stream @slot read exactly, the windows left as they are
+ * (STREAM_BEHIND). */
+static void stream_exact(struct ra_stream_table *t, int slot,
+			 const struct ra_params *p, uint64_t index,
+			 uint64_t req, struct ra_decision *d)
+{
+	decision_set(p, d, RA_KIND_STREAM_BEHIND, index, req, 0);
+	t->s[slot].last_use = t->tick;
+	d->stream = slot;
+}
+
 /* A sync miss a stream reaches (stream.h, sync rules 1 and 4). */
 static void stream_sync(struct ra_state *st, struct ra_stream_table *t,
 			int slot, const struct ra_params *p, uint64_t index,
@@ -216,16 +227,36 @@ static void stream_sync(struct ra_state *st, struct ra_stream_table *t,
 	uint64_t end = s->start + s->size;
 	uint64_t start, size;
 
-	if (index >= end) {
+	if (index >= end && s->overtaken) {
+		/* A window an earlier request overtook, none of its marks
+		 * reached since: no growth -- the next window of the same
+		 * size when it covers the request, else the request alone.
+		 * A pool's late requests then reach a mark and the stream
+		 * grows again; random reads that only land ahead of it do
+		 * not, and each costs at most a window of its present size. */
+		if (index + req - end > s->size) {
+			stream_exact(t, slot, p, index, req, d);
+			return;
+		}
+		decision_set(p, d, RA_KIND_STREAM_AHEAD, end, s->size, s->size);
+	} else if (index >= end) {
 		/* A request that overtook the window: push the stream as its
 		 * mark would, far enough to cover the request. */
 		start = end;
 		size = ra_next_size(u64_max(s->size, 1), max);
 		while (start + size < index + req && size < max)
 			size = ra_next_size(size, max);
-		if (start + size < index + req)
-			start = index; /* the gap exceeds max: jump */
-		decision_set(p, d, RA_KIND_STREAM_AHEAD, start, size, size);
+		if (start + size < index + req) {
+			/* the gap exceeds max: jump, the mark after the
+			 * request (on its page, the request itself would
+			 * push the window it just opened) */
+			start = index;
+			decision_set(p, d, RA_KIND_STREAM_AHEAD, start, size,
+				     size > req ? size - req : size);
+		} else {
+			decision_set(p, d, RA_KIND_STREAM_AHEAD, start, size,
+				     size);
+		}
 	} else if (index >= s->start) {
 		/* The stream read these pages ahead and they are gone. */
 		size = u64_max(u64_min(s->size, max), req);
@@ -237,14 +268,12 @@ static void stream_sync(struct ra_state *st, struct ra_stream_table *t,
 		 * stream's (not random), but the pages around it were read
 		 * once already or are being asked for by the other late
 		 * requests; leave the window where it is. */
-		size = req;
-		decision_set(p, d, RA_KIND_STREAM_BEHIND, index, size, 0);
-		s->last_use = t->tick;
-		d->stream = slot;
+		stream_exact(t, slot, p, index, req, d);
 		return;
 	}
 	d->stream =
 		ra_stream_set_window(t, slot, d->start, d->size, d->async_size);
+	t->s[d->stream].overtaken = d->kind == RA_KIND_STREAM_AHEAD;
 	state_set(st, d);
 }
 

@@ -217,6 +217,7 @@ int ra_stream_set_window(struct ra_stream_table *t, int slot, uint64_t start,
 	s->start = start;
 	s->size = size;
 	s->async_size = async_size;
+	s->overtaken = false; /* STREAM_AHEAD sets it again */
 	s->last_use = t->tick;
 	s->windows++;
 	return slot;

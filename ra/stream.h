@@ -55,7 +55,19 @@
  *        its mark would (start = S.end, size = ra_next_size(S.size),
  *        async_size = size), growing the size by ra_next_size() until the
  *        window covers the request; if the cap cannot cover it, the window
- *        starts at @index instead (the gap is filled by the late requests).
+ *        starts at @index instead (the gap is filled by the late requests)
+ *        with its mark after the request (async_size = size - req), not
+ *        on the page the request reads.  S is then *overtaken* until one
+ *        of its marks is reached (an async decision on S, or any window
+ *        recorded into S but another STREAM_AHEAD).  Past an overtaken
+ *        window S does not grow: a request within S.size of S.end pushes
+ *        the next window of the same size (STREAM_AHEAD), one further
+ *        out reads only itself (STREAM_BEHIND's exact read).  A pool's
+ *        late requests reach the pushed window's mark and S grows again;
+ *        random reads that only happen to land ahead of a followed stream
+ *        do not, and each costs at most a window of S's present size
+ *        (10000 random 8 KiB reads of a 1 GiB file read 5 x what they
+ *        asked when every such read grew S).
  *      - @index < S.start (a late request whose pages the stream skipped
  *        or lost): STREAM_BEHIND, read exactly [@index, @index + req), no
  *        mark; S's window and the handle's stay as they are.
@@ -135,6 +147,9 @@ struct ra_stream {
 	uint64_t last_use; /* table tick of the last decision */
 	uint32_t windows_since_shrink;
 	uint64_t share_epoch; /* the engine's fair share: last epoch counted */
+	bool overtaken; /* the window was set for a request that overtook it
+			 * (STREAM_AHEAD) and no mark of it was reached since:
+			 * sync rule 4 does not grow it (above) */
 	/* counters, for the stats */
 	uint64_t windows;
 	uint64_t thrash;

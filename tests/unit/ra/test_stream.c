@@ -313,6 +313,48 @@ static void test_lone_window_claims_no_random_reads(void **state)
 	sim_free(&on);
 }
 
+/*
+ * Uniform random 8 KiB reads, dense enough that some land next to earlier
+ * ones (10000 reads over 1 GiB, the cold random row run longer): a context
+ * hit opens a lone window and, now and then, a random read lands on its
+ * mark -- the window is followed.  A followed stream's reach is four of its
+ * windows ahead; a random read landing there overtook nothing, and pushing
+ * the stream to cover it grows the window, and with it the reach, until
+ * every random read near it reads a window at the cap (measured on Linux
+ * 6.18, kernel mode: 400 MB read from the backing for 80 MB of 8 KiB
+ * reads).  Random reads must cost about what they ask.
+ */
+static void test_dense_random_reads_stay_random(void **state)
+{
+	const uint64_t npages = 262144; /* 1 GiB */
+	uint64_t x = 1, asked = 0;
+	struct handle h;
+	struct sim on;
+
+	sim_init(&on, false, npages, 1280, RA_CONTEXT_CONSERVATIVE, true);
+	handle_init(&h);
+	for (int i = 0; i < 10000; i++) {
+		uint64_t index;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		index = x % (npages - 1);
+		asked +=
+			!sim_present(&on, index) + !sim_present(&on, index + 1);
+		sim_read(&on, &h, index, 2);
+	}
+	fprintf(stderr,
+		"dense random: %llu pages missed, %llu read from the backing, "
+		"%llu ahead, %llu context, %llu stream async\n",
+		(unsigned long long)asked, (unsigned long long)on.backing_pages,
+		(unsigned long long)on.kinds[RA_KIND_STREAM_AHEAD],
+		(unsigned long long)on.kinds[RA_KIND_CONTEXT],
+		(unsigned long long)on.kinds[RA_KIND_STREAM_ASYNC]);
+	assert_true(on.backing_pages <= asked * 11 / 10);
+	sim_free(&on);
+}
+
 static void test_thread_pool_reordered(void **state)
 {
 	const uint64_t requests = 2000, npages = requests * 32;
@@ -331,10 +373,16 @@ static void test_thread_pool_reordered(void **state)
 
 	sim_init(&on, false, npages, 256, RA_CONTEXT_CONSERVATIVE, true);
 	pool_replay(&on, &pt);
-	/* Table on: no request taken for random once the stream is known,
-	 * one stream, every page read once and nothing past EOF, windows
-	 * reaching max. */
-	assert_int_equal(late_randoms(&on), 0);
+	/* Table on: (almost) no request taken for random once the stream is
+	 * known, one stream, every page read once and nothing past EOF,
+	 * windows reaching max.  A request past a window that an earlier
+	 * request overtook, before any of the window's marks was reached,
+	 * reads only itself (stream.h, rule 4: random reads that land ahead
+	 * of a followed stream must not grow it); the next request, right
+	 * after it, then follows pages read before and is another reader's
+	 * trail to rule 4: one of the 2000 is random (285 backing reads
+	 * against 278 before the rule). */
+	assert_true(late_randoms(&on) <= requests / 1000);
 	assert_int_equal(active_slots(&on.table), 1);
 	assert_int_equal(on.backing_pages, npages);
 	for (size_t i = 0; i < on.ndec; i++)
@@ -596,6 +644,7 @@ int main(void)
 		cmocka_unit_test(test_thread_pool_reordered),
 		cmocka_unit_test(test_server_pool_late_marks),
 		cmocka_unit_test(test_lone_window_claims_no_random_reads),
+		cmocka_unit_test(test_dense_random_reads_stay_random),
 		cmocka_unit_test(test_thrash_shrinks_and_regrows),
 		cmocka_unit_test(test_table_slots_and_ageing),
 		cmocka_unit_test(test_cap_feedback),
