@@ -270,6 +270,9 @@ struct cache {
 	struct cache_ghost_entry *ghost;
 	unsigned int ghost_sets; /* power of two */
 	unsigned int ghost_clock; /* way to replace next */
+	bool ghost_any; /* an entry was ever added (set under ghost_lock,
+			 * read without it: until then a miss skips the
+			 * table, whose pages are not touched yet) */
 
 	/* Live mappings, under mappings_lock. */
 	pthread_mutex_t mappings_lock;
