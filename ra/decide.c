@@ -225,7 +225,7 @@ static void stream_sync(struct ra_state *st, struct ra_stream_table *t,
 	struct ra_stream *s = &t->s[slot];
 	uint64_t max = stream_max(t, slot, p);
 	uint64_t end = s->start + s->size;
-	uint64_t start, size;
+	uint64_t start, size, async;
 
 	if (index >= end && s->overtaken) {
 		/* A window an earlier request overtook, none of its marks
@@ -246,17 +246,16 @@ static void stream_sync(struct ra_state *st, struct ra_stream_table *t,
 		size = ra_next_size(u64_max(s->size, 1), max);
 		while (start + size < index + req && size < max)
 			size = ra_next_size(size, max);
+		async = size;
 		if (start + size < index + req) {
 			/* the gap exceeds max: jump, the mark after the
 			 * request (on its page, the request itself would
 			 * push the window it just opened) */
 			start = index;
-			decision_set(p, d, RA_KIND_STREAM_AHEAD, start, size,
-				     size > req ? size - req : size);
-		} else {
-			decision_set(p, d, RA_KIND_STREAM_AHEAD, start, size,
-				     size);
+			if (size > req)
+				async = size - req;
 		}
+		decision_set(p, d, RA_KIND_STREAM_AHEAD, start, size, async);
 	} else if (index >= s->start) {
 		/* The stream read these pages ahead and they are gone. */
 		size = u64_max(u64_min(s->size, max), req);
