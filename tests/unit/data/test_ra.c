@@ -627,6 +627,56 @@ static void test_share_of_the_budget(void **state)
 	assert_true((fs.backing_bytes >> 12) <= delivered * 5 / 4);
 }
 
+/* The same, the stream table off: every row's window is the context
+ * rule's, on the one handle the rows share. */
+static int setup_share_no_table(void **state)
+{
+	struct ra_config rc = {.max_bytes = 1 << 20,
+			       .workers = 2,
+			       .stream_table = RA_STREAM_TABLE_OFF};
+
+	return setup_with(state, 48 << 20, &rc, 6 << 20);
+}
+
+/*
+ * The same 24 rows read by columns through one handle (a matrix scanned
+ * through one descriptor): no handle follows a row.  With the stream table
+ * on, the table follows each row as a stream of its own, counted once an
+ * epoch.  With it off -- and wherever the table's slots follow more rows
+ * than they can hold, in turn (512 rows on the bench) -- the context rule
+ * finds each row's stream in the cache, and each of its windows counts as
+ * a reader of the share, so the windows of all rows fit as those of 24
+ * handles do.  Counted as the one handle's reader, the rows' windows grew
+ * to the cap and the backing read 4.0x the file (49242 pages for 12288,
+ * waste 35910, table off).
+ */
+static void test_share_one_handle_column(void **state)
+{
+	enum { ROWS = 24, PAGES = 512 };
+	struct fixture *fx = *state;
+	struct ra_state st;
+	struct ra_file_stats fs;
+	uint64_t delivered = 0;
+
+	ra_state_init(&st);
+	for (uint64_t i = 0; i < PAGES; i += 4)
+		for (int r = 0; r < ROWS; r++)
+			delivered +=
+				read_pages(fx, &st, (uint64_t)r * PAGES + i, 4);
+	settle(fx);
+	ra_state_destroy(&st);
+	ra_file_stats(fx->f, &fs);
+	fprintf(stderr,
+		"share, one handle: backing %llu pages for %llu delivered, "
+		"waste %llu, context windows %llu\n",
+		(unsigned long long)fs.backing_bytes >> 12,
+		(unsigned long long)delivered, (unsigned long long)fs.c.waste,
+		(unsigned long long)fs.c.decisions[RA_KIND_CONTEXT]);
+	assert_int_equal(delivered, ROWS * PAGES);
+	assert_true(fs.c.decisions[RA_KIND_CONTEXT] > 0);
+	assert_true((fs.backing_bytes >> 12) <= delivered * 5 / 4);
+}
+
 /* A reader that reads fast, then slowly (a paced stream behind the
  * kernel's ramping readahead, or a reader that slows down): its windows
  * follow the slow rate from its second mark on, not after the fast samples
@@ -901,6 +951,10 @@ int main(void)
 						setup_rate, teardown),
 		cmocka_unit_test_setup_teardown(test_share_of_the_budget,
 						setup_share, teardown),
+		cmocka_unit_test_setup_teardown(test_share_one_handle_column,
+						setup_share, teardown),
+		cmocka_unit_test_setup_teardown(test_share_one_handle_column,
+						setup_share_no_table, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_falls_at_once,
 						setup_rate, teardown),
 		cmocka_unit_test_setup_teardown(test_auto_floor, setup_floor,
