@@ -522,7 +522,7 @@ else
 fi
 if [ "$mode" = smoke ]; then
 	# One or two rows of every workload group.
-	smoke_re='^(seq 128 KiB|open per request, 2|column|random 8 KiB ×[0-9]+$|hot|big file stream, 64|64 slow streams, (no|64)|write 3|NFS, (cold: 4 readers of|hot: 8))'
+	smoke_re='^(seq 128 KiB|open per request, 2|column scan, 512 rows × 4 KiB(, a daemon.*)?$|random 8 KiB ×[0-9]+$|hot|big file stream, 64|64 slow streams, (no|64)|write 3|NFS, (cold: 4 readers of|hot: 8))'
 	sel=()
 	for r in "${rows[@]}"; do
 		IFS='|' read -r _ _ n _ <<<"$r"
