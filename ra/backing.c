@@ -137,16 +137,43 @@ uint64_t ra_backing_eofs(const struct ra_backing *b)
 	return __atomic_load_n(&b->eofs, __ATOMIC_ACQUIRE);
 }
 
+/* This thread's last probe by ra_backing_resident_fd() that found nothing
+ * resident (ra_backing_none_resident()); b NULL: none.  A stale one (its
+ * backing freed, another at the same address) costs at most a disk read of
+ * pages that were resident meanwhile: the data are the same. */
+static __thread struct {
+	const struct ra_backing *b;
+	uint64_t off, end;
+} none_resident;
+
+bool ra_backing_none_resident(const struct ra_backing *b, uint64_t off,
+			      size_t len)
+{
+	bool hit = none_resident.b == b && b && off >= none_resident.off &&
+		   off + len <= none_resident.end;
+
+	none_resident.b = NULL;
+	return hit;
+}
+
 int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len)
 {
 	uint64_t pages;
 	int64_t res;
 
+	none_resident.b = NULL;
 	if (!b->probe || !len || ra_backing_cut_lately(b))
 		return -EAGAIN;
 	pages = ((off + len - 1) >> RA_IO_PAGE_SHIFT) -
 		(off >> RA_IO_PAGE_SHIFT) + 1;
 	res = ra_backing_resident_pages(b->fd, (off_t)off, len);
+	if (res == 0) {
+		none_resident.b = b;
+		/* cachestat counts the pages the range touches */
+		none_resident.off = off & ~(uint64_t)(RA_IO_PAGE_SIZE - 1);
+		none_resident.end = (off + len + RA_IO_PAGE_SIZE - 1) &
+				    ~(uint64_t)(RA_IO_PAGE_SIZE - 1);
+	}
 	if (res < 0 || (uint64_t)res < pages)
 		return -EAGAIN;
 	return b->cached_fd >= 0 ? b->cached_fd : b->fd;

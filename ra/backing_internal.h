@@ -78,4 +78,15 @@ bool ra_backing_cut_lately(const struct ra_backing *b);
  */
 int64_t ra_backing_resident_pages(int fd, off_t off, size_t len);
 
+/**
+ * ra_backing_none_resident() - Whether the calling thread's last
+ * ra_backing_resident_fd() was on @b and found no page of a range holding
+ * [@off, @off + @len) resident.  Forgets it either way: an answer serves
+ * one read.  A kernel-mode miss probes its request (fs/data/read.c), then
+ * reads the same pages (read_piece()): one cachestat(2) for both.
+ * Context: Any thread; thread-local, no system call.
+ */
+bool ra_backing_none_resident(const struct ra_backing *b, uint64_t off,
+			      size_t len);
+
 #endif /* AHEADFS_RA_BACKING_INTERNAL_H */

@@ -282,11 +282,14 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 {
 	struct source disk = {b->fd, b->mode == RA_BACKING_IO_BUFFERED,
 			      b->mode == RA_BACKING_IO_BUFFERED};
+	uint64_t off = page_off(pindex(b, pages[0]));
 	int64_t res = 0;
 
-	if (b->probe && !ra_backing_cut_lately(b))
-		res = ra_backing_resident_pages(b->fd,
-						page_off(pindex(b, pages[0])),
+	/* None resident a moment ago (this thread's probe of the request
+	 * it reads now): no second probe. */
+	if (b->probe && !ra_backing_cut_lately(b) &&
+	    !ra_backing_none_resident(b, off, n << RA_IO_PAGE_SHIFT))
+		res = ra_backing_resident_pages(b->fd, (off_t)off,
 						n << RA_IO_PAGE_SHIFT);
 	if (res > 0 && (size_t)res >= n) {
 		struct source mem = {b->cached_fd >= 0 ? b->cached_fd : b->fd,

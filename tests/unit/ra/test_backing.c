@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "backing.h"
+#include "backing_internal.h"
 #include "worker.h"
 
 #define PG RA_IO_PAGE_SIZE
@@ -776,6 +777,61 @@ static size_t resident_pages(const char *path, size_t npages)
 	return n;
 }
 
+/* A probe that found nothing resident serves the read of the same pages
+ * that follows on this thread (read_piece()), once: a kernel-mode miss
+ * made two cachestat(2) calls for one request before.  Only that thread,
+ * that backing, pages inside the probed range, and only a "none". */
+static void *other_thread_asks(void *b)
+{
+	return (void *)(uintptr_t)ra_backing_none_resident(b, PG, PG);
+}
+
+static void test_none_resident_serves_one_read(void **state)
+{
+	char path[PATH_MAX];
+	int fd = make_file(disk_dir(), 8 * PG, path);
+	struct ra_backing_config cfg = {.mode = RA_BACKING_IO_AUTO,
+					.ops = &fake_ops};
+	struct ra_backing *b, *b2;
+	pthread_t t;
+	void *ret;
+	char buf[8 * PG];
+	bool done = false;
+
+	(void)state;
+	assert_int_equal(ra_backing_open(fd, &cfg, &b), 0);
+	assert_int_equal(ra_backing_open(fd, &cfg, &b2), 0);
+	/* resident: the probe finds it all, and that is no "none" */
+	assert_int_equal(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	if (ra_backing_resident_fd(b, 0, 8 * PG) < 0)
+		goto out; /* no cachestat(2): no probe at all */
+	assert_false(ra_backing_none_resident(b, 0, PG));
+	/* none resident: the request [PG + 100, PG + 5100) touches pages 1-2 */
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	if (resident_pages(path, 8))
+		goto out; /* a TMPDIR whose pages cannot be dropped */
+	assert_true(ra_backing_resident_fd(b, PG + 100, 5000) < 0);
+	assert_true(ra_backing_none_resident(b, PG, 2 * PG));
+	assert_false(ra_backing_none_resident(b, PG, 2 * PG)); /* once */
+	assert_true(ra_backing_resident_fd(b, PG + 100, 5000) < 0);
+	assert_false(ra_backing_none_resident(b, PG, 3 * PG)); /* page 3 */
+	assert_true(ra_backing_resident_fd(b, PG + 100, 5000) < 0);
+	assert_false(ra_backing_none_resident(b2, PG, PG)); /* another file */
+	assert_true(ra_backing_resident_fd(b, PG + 100, 5000) < 0);
+	assert_int_equal(pthread_create(&t, NULL, other_thread_asks, b), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_null(ret); /* another thread */
+	assert_true(ra_backing_none_resident(b, PG, PG)); /* still this one's */
+	done = true;
+out:
+	ra_backing_put(b2);
+	ra_backing_put(b);
+	close(fd);
+	unlink(path);
+	if (!done)
+		skip();
+}
+
 /* Buffered mode on the disk leaves no second copy in the page cache. */
 static void test_buffered_drops_page_cache(void **state)
 {
@@ -987,6 +1043,7 @@ int main(void)
 		cmocka_unit_test(test_buffered_on_shm),
 		cmocka_unit_test(test_auto_and_refused_direct),
 		cmocka_unit_test(test_buffered_drops_page_cache),
+		cmocka_unit_test(test_none_resident_serves_one_read),
 		cmocka_unit_test(test_queue_cancel_and_dedupe),
 		cmocka_unit_test(test_shutdown_with_read_in_flight),
 		cmocka_unit_test(test_refused_pieces_read_inline),
