@@ -36,6 +36,9 @@
 #define CACHE_WAIT_QUEUES 256
 /* Pages per pool chunk (2 MiB of buffers). */
 #define CACHE_CHUNK_PAGES 512
+/* The bytes of a pool chunk, and of a chunk of tree nodes (nodes.c), and
+ * their alignment: one transparent huge page. */
+#define CACHE_CHUNK_BYTES ((size_t)CACHE_CHUNK_PAGES * CACHE_PAGE_SIZE)
 
 /*
  * A tree slot holds NULL, a struct cache_page * (8-byte aligned), or
@@ -351,6 +354,32 @@ void cache_page_remove_locked(struct cache_mapping *m, struct cache_page *p,
 
 /* mapping.c */
 void cache_mapping_ref_put(struct cache_mapping *m);
+
+/**
+ * cache_chunk_map() - @bytes (a multiple of CACHE_CHUNK_BYTES) of fresh
+ * anonymous memory at a CACHE_CHUNK_BYTES-aligned address, asked to be
+ * backed by transparent huge pages (pool.c; not in the ThreadSanitizer
+ * build, whose pages and nodes come from calloc()).
+ * Return: The mapping, or NULL.
+ */
+void *cache_chunk_map(size_t bytes);
+
+/**
+ * cache_node_get() - A zeroed tree node (nodes.c: from 2 MiB chunks, not
+ * one malloc() each).  Context: any thread; takes the nodes' lock.
+ * Return: The node, or NULL when no memory is left.
+ */
+struct cache_node *cache_node_get(void);
+
+/**
+ * cache_node_put() - Give @n back: after the grace period that follows its
+ * unlinking (no reader can reach it).  Context: any thread.
+ */
+void cache_node_put(struct cache_node *n);
+
+/* cache_node_chunks() - Chunks of nodes mapped now (0 in the
+ * ThreadSanitizer build).  Context: any thread. */
+unsigned int cache_node_chunks(void);
 
 /*
  * call_rcu() hands an object to the call_rcu thread inside liburcu, which

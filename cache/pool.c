@@ -8,7 +8,7 @@
  * are bits in their chunk's free map; allocation takes the lowest free
  * page of the first chunk that has one, so a window's pages get adjacent
  * buffers in file order and its backing read reaches the device whole
- * (see chunk_map()).  No malloc per page.
+ * (see cache_chunk_map()).  No malloc per page.
  *
  * The budget counts pages from allocation until the end of the grace
  * period that follows their last reference (c->used, pending included):
@@ -94,18 +94,16 @@ void cache_pool_destroy(struct cache *c)
 }
 
 #ifndef AHEADFS_TSAN
-#define CHUNK_BYTES ((size_t)CACHE_CHUNK_PAGES * CACHE_PAGE_SIZE)
-
-/* CHUNK_BYTES of buffers at a CHUNK_BYTES-aligned address, so that the
- * kernel can back the chunk with one transparent huge page (asked for with
+/* Buffers: chunks at CACHE_CHUNK_BYTES-aligned addresses, so that the kernel
+ * can back each with one transparent huge page (asked for with
  * MADV_HUGEPAGE: THP is often "madvise" only).  Physically contiguous
  * buffers let one O_DIRECT read of a window reach the device as one
  * request: the block layer merges adjacent pages into one segment, while
  * scattered 4 KiB pages cut a read at the queue's max_segments (128 on a
  * loop device: 512 KiB, against its 1280 KiB max_sectors_kb). */
-static void *chunk_map(size_t bytes)
+void *cache_chunk_map(size_t bytes)
 {
-	size_t span = bytes + CHUNK_BYTES;
+	size_t span = bytes + CACHE_CHUNK_BYTES;
 	char *raw, *start;
 	size_t head;
 
@@ -113,8 +111,8 @@ static void *chunk_map(size_t bytes)
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
 		return NULL;
-	start = (char *)(((uintptr_t)raw + CHUNK_BYTES - 1) &
-			 ~(uintptr_t)(CHUNK_BYTES - 1));
+	start = (char *)(((uintptr_t)raw + CACHE_CHUNK_BYTES - 1) &
+			 ~(uintptr_t)(CACHE_CHUNK_BYTES - 1));
 	head = (size_t)(start - raw);
 	if (head)
 		munmap(raw, head);
@@ -158,7 +156,7 @@ static int chunk_add_locked(struct cache *c)
 	ch->pages = calloc(nr, sizeof(*ch->pages));
 	if (!ch->pages)
 		goto out_free_chunk;
-	ch->buffers = chunk_map(nr * CACHE_PAGE_SIZE);
+	ch->buffers = cache_chunk_map(nr * CACHE_PAGE_SIZE);
 	if (!ch->buffers)
 		goto out_free_pages;
 	ch->nr = nr;

@@ -286,12 +286,12 @@ static void node_free_rcu(struct rcu_head *head)
 	struct cache_node *n = caa_container_of(head, struct cache_node, rcu);
 
 	cache_tsan_acquire(n);
-	free(n);
+	cache_node_put(n);
 }
 
 static struct cache_node *node_alloc(struct cache_tree *t, unsigned int shift)
 {
-	struct cache_node *n = calloc(1, sizeof(*n));
+	struct cache_node *n = cache_node_get();
 
 	if (!n)
 		return NULL;

@@ -202,7 +202,7 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
 }
 
 ssize_t ra_backing_read_whole(struct ra_backing *b, char *abuf, uint64_t off,
-			      size_t len, char **data)
+			      size_t len, char **data, bool counted)
 {
 	uint64_t aoff = off & ~(uint64_t)(RA_IO_PAGE_SIZE - 1);
 	size_t alen = (size_t)(((off + len + RA_IO_PAGE_SIZE - 1) &
@@ -218,6 +218,8 @@ ssize_t ra_backing_read_whole(struct ra_backing *b, char *abuf, uint64_t off,
 					      (off_t)(aoff + done));
 
 		if (n < 0) {
+			if (counted)
+				CTR_ADD(b, errors, 1);
 			if (!done)
 				return n;
 			break; /* a short read: what was read is data */
@@ -225,9 +227,17 @@ ssize_t ra_backing_read_whole(struct ra_backing *b, char *abuf, uint64_t off,
 		if (n > 0 && !direct)
 			n = cut_check(b, b->fd, (off_t)(aoff + done), n);
 		done += (size_t)n;
+		if (counted) {
+			CTR_ADD(b, reads, 1);
+			CTR_ADD(b, bytes, (uint64_t)n);
+		}
 		if (n == 0 || (direct && (n & (RA_IO_PAGE_SIZE - 1))))
 			break; /* the EOF (O_DIRECT: an unaligned count) */
 	}
+	/* Short of the range: the file ends before the size the caller cut
+	 * at (shrunk behind the mount), which ra_backing_eofs() tells. */
+	if (counted && done < alen && aoff + done < off + len)
+		__atomic_fetch_add(&b->eofs, 1, __ATOMIC_RELEASE);
 	if (done <= off - aoff)
 		return 0;
 	done -= off - aoff;

@@ -231,12 +231,15 @@ void ra_backing_cut(struct ra_backing *b);
  * the disk descriptor: O_DIRECT in DIRECT mode (the pages covering the
  * range, into @abuf), else buffered, cut at the size found after the read
  * (see ra_backing_cut()).  @abuf: page-aligned, room for @len plus two
- * pages.  *@data receives where [@off...) starts in @abuf.
+ * pages.  *@data receives where [@off...) starts in @abuf.  @counted: the
+ * read counts as the backing's (reads, bytes, errors; a read that met the
+ * file's end before @off + @len moves ra_backing_eofs()), as the reads into
+ * cache pages do; else it is the caller's to count.
  * Context: Any thread; sleeps in the read.
  * Return: the bytes read (short only at the EOF the read met), or -errno.
  */
 ssize_t ra_backing_read_whole(struct ra_backing *b, char *abuf, uint64_t off,
-			      size_t len, char **data);
+			      size_t len, char **data, bool counted);
 
 /**
  * ra_backing_eofs() - How many reads of @b met the file's end (the page

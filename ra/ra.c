@@ -357,7 +357,13 @@ ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
 ssize_t ra_file_read_whole(struct ra_file *f, char *abuf, uint64_t off,
 			   size_t len, char **data)
 {
-	return ra_backing_read_whole(f->b, abuf, off, len, data);
+	return ra_backing_read_whole(f->b, abuf, off, len, data, false);
+}
+
+ssize_t ra_file_read_random(struct ra_file *f, char *abuf, uint64_t off,
+			    size_t len, char **data)
+{
+	return ra_backing_read_whole(f->b, abuf, off, len, data, true);
 }
 
 int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len)
@@ -661,7 +667,7 @@ static bool is_history(struct ra_file *f, uint64_t i)
 }
 
 int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
-		 uint64_t nr)
+		 uint64_t nr, unsigned int flags)
 {
 	struct ra_decision d;
 	struct ra_due due;
@@ -673,6 +679,9 @@ int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
 	refault = is_history(f, index);
 	__atomic_store_n(&st->refault, refault, __ATOMIC_RELAXED);
 	decide(f, st, false, index, nr, &d, &due);
+	if ((flags & RA_MISS_AROUND) && d.kind == RA_KIND_RANDOM &&
+	    ra_backing_mode(f->b) == RA_BACKING_IO_DIRECT)
+		return RA_MISS_READ_AROUND;
 	return issue(f, &d, index, index + nr, !refault, &due);
 }
 

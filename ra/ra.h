@@ -372,6 +372,10 @@ void ra_state_init(struct ra_state *st);
 /** ra_state_destroy() - Release @st's lock.  Context: no user left. */
 void ra_state_destroy(struct ra_state *st);
 
+/* ra_sync_miss() @flags, and its answer. */
+#define RA_MISS_AROUND 0x1u /* the caller can read a random miss itself */
+#define RA_MISS_READ_AROUND 1 /* ... and is to: nothing was inserted */
+
 /**
  * ra_sync_miss() - A read of @nr pages at @index found page @index missing.
  *
@@ -382,15 +386,25 @@ void ra_state_destroy(struct ra_state *st);
  * this thread, the rest on workers).  On return the reader looks its pages
  * up again and waits on those that are LOCKED; a READAHEAD mark on one of
  * them is handled with ra_marker_hit() as on any hit.
+ *
+ * With RA_MISS_AROUND in @flags (a caller that keeps no copy of what it
+ * serves, whose @nr pages are all absent): a random decision on a backing
+ * read O_DIRECT inserts nothing and answers RA_MISS_READ_AROUND; the caller
+ * reads the request itself (ra_file_read_random()) and notes it
+ * (ra_file_served_around()).  Its pages would be read for this reader
+ * alone and dropped to history at the reply: going around spares the page
+ * allocation, the tree insertion and the grace period that frees them
+ * (docs/design.md, "Random misses around the cache").
  * Context: Online thread, no RCU read lock, no ra lock; does backing I/O
  * and may sleep (bounded at the cache's hard limit).
- * Return: 0; -ENOSPC if the cache had no room for the reader's pages
- * (serve the read uncached); -EINVAL for @nr 0 or an index beyond the
- * cache's limit; -ENOMEM.  A backing error is not returned: the pages
- * carry it (cache_page_wait() gives it to every waiter).
+ * Return: 0; RA_MISS_READ_AROUND (above); -ENOSPC if the cache had no room
+ * for the reader's pages (serve the read uncached); -EINVAL for @nr 0 or
+ * an index beyond the cache's limit; -ENOMEM.  A backing error is not
+ * returned: the pages carry it (cache_page_wait() gives it to every
+ * waiter).
  */
 int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
-		 uint64_t nr);
+		 uint64_t nr, unsigned int flags);
 
 /**
  * ra_marker_hit() - A read of @nr pages at @index hit page @index with the
@@ -441,12 +455,21 @@ ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
 /**
  * ra_file_read_whole() - Read [@off, @off + @len) of @f's backing file
  * around every cache, from the disk (ra_backing_read_whole(), backing.h):
- * the read a reader falls back to when the cache cannot serve it.
+ * the read a reader falls back to when the cache cannot serve it.  Not
+ * counted as the backing's reads.
  * Return: the bytes (short only at the EOF), or -errno.
  */
 ssize_t ra_file_read_whole(struct ra_file *f, char *abuf, uint64_t off,
 			   size_t len, char **data);
 
+/**
+ * ra_file_read_random() - The read of a random miss that ra_sync_miss()
+ * answered RA_MISS_READ_AROUND: as ra_file_read_whole(), counted as the
+ * backing's reads, as the same pages read into the cache would be.
+ * Return: the bytes (short only at the EOF), or -errno.
+ */
+ssize_t ra_file_read_random(struct ra_file *f, char *abuf, uint64_t off,
+			    size_t len, char **data);
 /**
  * ra_file_resident_fd() - The backing descriptor that reads [@off, @off +
  * @len) from the backing's page cache, when it holds every page of it: for a

@@ -202,6 +202,7 @@ void afs_data_stats(const struct afs_data *a, struct afs_data_stats *out)
 	out->uncached_reads = afs_count_read(&a->uncached_reads);
 	out->resident_reads = afs_count_read(&a->resident_reads);
 	out->resident_spliced = afs_count_read(&a->resident_spliced);
+	out->random_around = afs_count_read(&a->random_around);
 	out->revalidations = afs_count_read(&a->revalidations);
 	out->demand_misses = afs_count_read(&a->demand_misses);
 	out->idle = __atomic_load_n(&a->nidle, __ATOMIC_RELAXED);

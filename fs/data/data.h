@@ -340,6 +340,7 @@ struct afs_data_stats {
 	uint64_t uncached_reads; /* reads served around the cache */
 	uint64_t resident_reads; /* from the backing's page cache */
 	uint64_t resident_spliced; /* of those, spliced */
+	uint64_t random_around; /* random misses read around the cache */
 	uint64_t revalidations; /* changes behind the mount seen */
 	uint64_t demand_misses; /* reads that missed (not hits) */
 	uint64_t idle, idle_max; /* idle files now, the most kept */

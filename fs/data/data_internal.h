@@ -43,6 +43,8 @@ struct afs_data {
 	/* __atomic: reads served from the backing's page cache (read.c) */
 	uint64_t resident_reads;
 	uint64_t resident_spliced; /* __atomic: of those, spliced (read.c) */
+	/* __atomic: random misses read around the cache (read.c) */
+	uint64_t random_around;
 	uint64_t revalidations; /* __atomic: changes behind the mount seen */
 	struct afs_pressure *pressure; /* pressure.h; NULL: no cgroup limit */
 	uint64_t demand_misses; /* __atomic: reads that missed (not hits) */
@@ -88,6 +90,7 @@ struct afs_fcache {
 	uint64_t uncached_reads; /* __atomic */
 	uint64_t resident_reads; /* __atomic */
 	uint64_t resident_spliced; /* __atomic */
+	uint64_t random_around; /* __atomic */
 	uint64_t revalidations; /* __atomic */
 	uint64_t refs; /* under a->files_lock */
 	struct afs_fcache *next; /* hash chain, a->files_lock */

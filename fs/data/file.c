@@ -520,6 +520,7 @@ void afs_fcache_stats(const struct afs_fcache *fc, struct afs_fcache_stats *out)
 	out->uncached_reads = afs_count_read(&fc->uncached_reads);
 	out->resident_reads = afs_count_read(&fc->resident_reads);
 	out->resident_spliced = afs_count_read(&fc->resident_spliced);
+	out->random_around = afs_count_read(&fc->random_around);
 	out->revalidations = afs_count_read(&fc->revalidations);
 }
 

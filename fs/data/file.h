@@ -116,6 +116,7 @@ struct afs_fcache_stats {
 	struct ra_file *raf; /* its readahead side, NULL while closed */
 	uint64_t size; /* the EOF of the identity */
 	uint64_t uncached_reads, resident_reads, resident_spliced;
+	uint64_t random_around;
 	uint64_t revalidations;
 };
 

@@ -13,7 +13,9 @@
  *                -> read it from there into the reply (or splice it),
  *                   around the cache
  *   @miss absent -> ra_sync_miss(): decide, insert the window LOCKED, read
- *                   the reader's own pages, queue the rest
+ *                   the reader's own pages, queue the rest; kernel mode,
+ *                   every page of the read absent, decided random: read
+ *                   it from the disk into the reply, around the cache
  *   wait for the LOCKED pages of [miss, last] (cancellable through @wait)
  *   and try again; after a few rounds, or when the cache has no room,
  *   serve the read from the backing directly.
@@ -68,26 +70,6 @@ static int read_backing(const struct afs_read *r, size_t size, uint64_t off)
 		done += (size_t)n;
 	}
 	reply_buf(r, buf, done);
-	return 0;
-}
-
-/* Around the cache, from the backing's disk descriptor (O_DIRECT where the
- * backing takes it): a snapshot even while the file is cut behind the
- * mount, where a buffered read may copy the zeros a truncate writes into
- * the page cache (ra_backing_cut()). */
-static int read_around(const struct afs_read *r, struct ra_file *raf,
-		       size_t size, uint64_t off)
-{
-	char *buf = afs_thread_buf(size + 2 * PAGE_SIZE);
-	char *data;
-	ssize_t n;
-
-	if (!buf)
-		return -ENOMEM;
-	n = ra_file_read_whole(raf, buf, off, size, &data);
-	if (n < 0)
-		return (int)n;
-	reply_buf(r, data, (size_t)n);
 	return 0;
 }
 
@@ -170,6 +152,66 @@ static uint64_t refresh_size(const struct afs_read *r)
 	    (uint64_t)st.st_size != afs_fcache_size(r->fc))
 		afs_fcache_revalidate(r->fc, &st);
 	return afs_fcache_size(r->fc);
+}
+
+/*
+ * The bookkeeping of a kernel-mode random miss read around the cache
+ * (read_around() with @random): every page of [@off, @off + @len) was
+ * absent and ra_sync_miss() answered RA_MISS_READ_AROUND.  Through the
+ * cache its pages would be allocated, inserted LOCKED, read, served,
+ * dropped to history at the reply and freed after a grace period, all for
+ * this one reader; what stays of them is the same here: history entries
+ * (ra_file_served_around()), and the counts a miss read through the cache
+ * leaves -- the backing's read and bytes (ra_file_read_random()), the
+ * pages served (cache.hits).  A read cut short (@n < @len: the file shrank
+ * behind the mount) takes the size again now, as a read through the cache
+ * would (eof_check()).  Measured: docs/design.md, "Random misses around the
+ * cache".
+ */
+static void note_random(struct afs_data *a, const struct afs_read *r,
+			struct ra_file *raf, struct ra_state *ra, uint64_t off,
+			size_t len, size_t n)
+{
+	uint64_t first = off >> PAGE_SHIFT;
+
+	if (n < len)
+		refresh_size(r);
+	if (n) {
+		uint64_t nr = ((off + n - 1) >> PAGE_SHIFT) - first + 1;
+
+		cache_count_hit(r->fc->map, nr, n);
+		ra_file_served_around(raf, ra, first, nr);
+	}
+	afs_count(&r->fc->random_around, 1);
+	afs_count(&a->random_around, 1);
+}
+
+/* Around the cache, from the backing's disk descriptor (O_DIRECT where the
+ * backing takes it): a snapshot even while the file is cut behind the
+ * mount, where a buffered read may copy the zeros a truncate writes into
+ * the page cache (ra_backing_cut()).  @random: a random miss
+ * (note_random()); else a read the cache could not serve, not counted as
+ * the backing's. */
+static int read_around(struct afs_data *a, const struct afs_read *r,
+		       struct ra_file *raf, struct ra_state *ra, uint64_t off,
+		       uint64_t end, bool random)
+{
+	size_t len = end - off;
+	char *buf = afs_thread_buf(len + 2 * PAGE_SIZE);
+	char *data;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	n = random ? ra_file_read_random(raf, buf, off, len, &data)
+		   : ra_file_read_whole(raf, buf, off, len, &data);
+	if (n < 0)
+		return (int)n;
+	if (random)
+		note_random(a, r, raf, ra, off, len, (size_t)n);
+	/* Last: the reader may close the file once it has its data. */
+	reply_buf(r, data, (size_t)n);
+	return 0;
 }
 
 /*
@@ -367,7 +409,7 @@ int afs_data_read(struct afs_data *a, const struct afs_read *r, uint64_t off,
 	struct ra_file *raf = fc ? fc_raf(fc) : NULL;
 	struct ra_state *ra;
 	struct cache_wait_cancel wc;
-	uint64_t end, fsize, miss, missing = 0;
+	uint64_t end, fsize, miss, missing = 0, first = off >> PAGE_SHIFT;
 	bool counted = false, locked = false;
 	int rc = 0;
 
@@ -429,7 +471,17 @@ int afs_data_read(struct afs_data *a, const struct afs_read *r, uint64_t off,
 				return rc;
 		}
 		if (!locked) {
-			rc = ra_sync_miss(raf, ra, miss, last - miss + 1);
+			/* Every page absent, none kept: a random decision
+			 * is read around the cache (read_around()). */
+			bool around = !r->keep_data && !attempt &&
+				      miss == first &&
+				      missing == last - first + 1;
+
+			rc = ra_sync_miss(raf, ra, miss, last - miss + 1,
+					  around ? RA_MISS_AROUND : 0);
+			if (rc == RA_MISS_READ_AROUND)
+				return read_around(a, r, raf, ra, off, end,
+						   true);
 			if (rc)
 				break; /* -ENOSPC: no room; around the cache */
 		}
@@ -453,7 +505,7 @@ uncached:
 	afs_count(&a->uncached_reads, 1);
 	ra_note_read(ra, off >> PAGE_SHIFT,
 		     ((end - 1) >> PAGE_SHIFT) - (off >> PAGE_SHIFT) + 1);
-	return read_around(r, raf, end - off, off);
+	return read_around(a, r, raf, ra, off, end, false);
 }
 
 int afs_fcache_warm(struct afs_fcache *fc, uint64_t first, uint64_t npages)

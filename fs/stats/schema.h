@@ -67,6 +67,9 @@
 	  "reads served from the backing's page cache, around the cache")      \
 	X(, resident_spliced, COUNTER,                                         \
 	  "of those, spliced into the reply (no copy through the daemon)")     \
+	X(, random_around, COUNTER,                                            \
+	  "random misses read from the backing into the reply, around the "    \
+	  "cache")                                                             \
 	X(, revalidations, COUNTER, "files found changed behind the mount")
 
 /* user.aheadfs.stats of a regular file. */

@@ -293,6 +293,7 @@ static void collect_file(const struct afs_xattr_target *t,
 	s->_uncached_reads = fr.uncached_reads;
 	s->_resident_reads = fr.resident_reads;
 	s->_resident_spliced = fr.resident_spliced;
+	s->_random_around = fr.random_around;
 	s->_revalidations = fr.revalidations;
 }
 
@@ -386,6 +387,7 @@ static void collect_root(struct afs_data *a, const struct afs_xattr_target *t,
 	s->_uncached_reads = ar.d.uncached_reads;
 	s->_resident_reads = ar.d.resident_reads;
 	s->_resident_spliced = ar.d.resident_spliced;
+	s->_random_around = ar.d.random_around;
 	s->_revalidations = ar.d.revalidations;
 }
 

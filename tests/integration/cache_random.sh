@@ -18,7 +18,8 @@
 # read_mode=direct is the exact check: aheadfs sees each 8 KiB read as
 # issued.  In kernel mode the kernel's page cache sits on top and its own
 # readahead decides what reaches aheadfs (printed: it may ask a little
-# more); aheadfs must add nothing to what it was asked (amplification).
+# more); aheadfs must add nothing to what it was asked (amplification), and
+# reads its random misses around its cache (random_around).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cache_lib.sh"
@@ -55,6 +56,13 @@ for f in grid header header1 uniform; do
 	if [ "$AC_MODE" = direct ]; then
 		ac_assert "$js" "$rounded <= g('backing.bytes') <= $rounded * 11 // 10 + $slack" \
 			"$f: backing bytes not within 1.1 x the pages read"
+		ac_assert "$js" "g('random_around') == 0" \
+			"$f: direct mode read random misses around its cache"
+	else
+		# Random misses are read straight into the reply (nothing
+		# inserted for them); each is a random decision.
+		ac_assert "$js" "0 < g('random_around') <= g('readahead.random')" \
+			"$f: random misses not read around the cache"
 	fi
 	case "$f.$AC_MODE" in
 	grid.direct)

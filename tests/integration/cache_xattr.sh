@@ -33,7 +33,7 @@ ac_hold "$M/f"
 
 # The file's stats: every documented key, in order.
 js=$(ac_stats "$M/f")
-ac_assert "$js" "list(j) == ['file', 'cache', 'backing', 'readahead', 'streams', 'uncached_reads', 'resident_reads', 'resident_spliced', 'revalidations']"
+ac_assert "$js" "list(j) == ['file', 'cache', 'backing', 'readahead', 'streams', 'uncached_reads', 'resident_reads', 'resident_spliced', 'random_around', 'revalidations']"
 ac_assert "$js" "list(g('file')) == ['ino', 'size', 'pages'] and g('file.size') == $size and g('file.pages') == $((size >> 12))"
 ac_assert "$js" "g('file.ino') == $(stat -c %i "$M/f")" "file.ino is not the inode number the mount shows"
 ac_assert "$js" "list(g('cache')) == ['cached_pages', 'history_pages', 'hits', 'hit_bytes', 'misses', 'inserted', 'prefetched', 'evicted', 'waste', 'thrash', 'errors', 'invalidated', 'to_history', 'enospc']"
@@ -52,7 +52,7 @@ ac_assert "$js" "g('backing.reads') > 0 and g('backing.bytes') >= $size"
 
 # The root's stats.
 root=$(ac_stats "$M")
-ac_assert "$root" "list(j) == ['version', 'uptime_s', 'started', 'options', 'cache', 'memory', 'backing', 'readahead', 'files', 'warm', 'watch', 'writes', 'passthrough', 'uncached_reads', 'resident_reads', 'resident_spliced', 'revalidations']"
+ac_assert "$root" "list(j) == ['version', 'uptime_s', 'started', 'options', 'cache', 'memory', 'backing', 'readahead', 'files', 'warm', 'watch', 'writes', 'passthrough', 'uncached_reads', 'resident_reads', 'resident_spliced', 'random_around', 'revalidations']"
 ac_assert "$root" "list(g('passthrough')) == ['mode', 'state', 'opens', 'opens_cached', 'opens_direct', 'fallback_mount', 'fallback_inode', 'fallback_file', 'fallback_setid', 'backing_files'] and g('passthrough.mode') == 'writes' and g('passthrough.state') in ('on', 'unsupported')"
 ac_assert "$root" "g('version') == '0.1.0' and g('uptime_s') >= 0 and len(g('started')) == 20 and g('started').endswith('Z')"
 ac_assert "$root" "list(g('options')) == ['read_mode', 'write_mode', 'write_behind', 'write_direct', 'cache_size', 'ra_max', 'ra_workers', 'stripe', 'chunk', 'context_ra', 'stream_table', 'backing_io'] and g('options.read_mode') == '$AC_MODE'"

@@ -419,6 +419,65 @@ static void test_gang_and_next_entry_match_model(void **state)
 	}
 }
 
+/* Nodes come from 2 MiB chunks (nodes.c): each handed out zeroed and
+ * apart from the others, chunks added as they fill, and given back when
+ * their nodes are, but for one kept with room.  Sparse indexes, a leaf
+ * each, as a cold random reader's pages make them. */
+static void test_nodes_from_chunks(void **state)
+{
+	struct cache_tree *t = *state;
+	unsigned int before = cache_node_chunks(), n = 0;
+	struct cache_node **got;
+	size_t max = 3 * (CACHE_CHUNK_BYTES / sizeof(struct cache_node));
+
+#ifdef AHEADFS_TSAN
+	skip(); /* nodes from calloc() there */
+#endif
+	got = calloc(max, sizeof(*got));
+	assert_non_null(got);
+	/* Hand out nodes until three more chunks are mapped. */
+	while (cache_node_chunks() < before + 3) {
+		assert_true(n < max);
+		got[n] = cache_node_get();
+		assert_non_null(got[n]);
+		for (size_t b = 0; b < sizeof(struct cache_node); b++)
+			assert_int_equal(((unsigned char *)got[n])[b], 0);
+		memset(got[n], 0xa5, sizeof(struct cache_node));
+		n++;
+	}
+	/* No two overlap: each still holds only its own bytes. */
+	for (unsigned int i = 0; i < n; i++) {
+		assert_int_equal(((unsigned char *)got[i])[0], 0xa5);
+		assert_int_equal(((unsigned char *)(got[i] + 1))[-1], 0xa5);
+		got[i]->shift = (uint8_t)i;
+		got[i]->present = i;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		assert_int_equal(got[i]->present, i);
+	for (unsigned int i = 0; i < n; i++)
+		cache_node_put(got[i]);
+	/* Every chunk mapped here is empty again: all of them given back
+	 * but one where none was mapped before. */
+	assert_int_equal(cache_node_chunks(), before ? before : 1);
+	/* A node given back comes out zeroed again. */
+	got[0] = cache_node_get();
+	assert_non_null(got[0]);
+	assert_int_equal(got[0]->present, 0);
+	assert_int_equal(got[0]->shift, 0);
+	cache_node_put(got[0]);
+	free(got);
+
+	/* Through the tree: 2000 leaves apart, then gone after a grace
+	 * period, their chunks with them. */
+	before = cache_node_chunks();
+	for (uint64_t i = 0; i < 2000; i++)
+		assert_int_equal(cache_tree_store(t, i << 12, fake_page(i)), 0);
+	assert_true(t->nodes > 2000);
+	cache_tree_clear(t);
+	rcu_barrier();
+	assert_true(cache_node_chunks() <= (before ? before : 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -432,6 +491,7 @@ int main(void)
 		T(test_full_subtree_skipped),
 		T(test_hole_scans_match_model),
 		T(test_gang_and_next_entry_match_model),
+		T(test_nodes_from_chunks),
 #undef T
 	};
 

@@ -6,7 +6,8 @@
  * the backing and windows opened; the READAHEAD mark queueing the next
  * window; EOF (short, empty); reads without a handle; a backing error
  * reaching the reader and leaving nothing cached; a wait cancelled by the
- * reader's interrupt; the fallback around a cache with no room; the
+ * reader's interrupt; the fallback around a cache with no room; random
+ * misses read around the cache in kernel mode; the
  * identity (changes behind the mount told from the daemon's own).
  */
 #include <errno.h>
@@ -402,6 +403,84 @@ static void test_handed_over_pages_become_history(void **state)
 	cache_mapping_stats(fx->dp.fc->map, &ms);
 	assert_true(ms.to_history >= 4);
 	assert_true(ms.misses >= 8); /* history is no data: missed again */
+}
+
+/* Kernel mode, a random miss with every page absent: read from the backing
+ * straight into the reply, nothing inserted; the pages become history and
+ * count as a miss read through the cache does (misses, hits, the backing's
+ * read).  Not in direct mode (the cache keeps what it serves), not when a
+ * page of the read is cached, and a read the backing cuts short (the file
+ * shrank behind the mount) ends at the new EOF, whose size is taken. */
+static void test_random_miss_around_cache(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_fcache *fc = fx->dp.fc;
+	struct reply kernel = {.fc = fc}, keep = {0}, part = {0}, cut = {0};
+	struct cache_mapping_stats ms, ms2;
+	struct ra_file_stats rs, rs2;
+	struct ra_state st, st2, st3, st4;
+
+	file_stats(fx, &rs, &ms);
+	if (rs.backing_io != RA_BACKING_IO_DIRECT)
+		skip(); /* a temporary directory without O_DIRECT */
+	ra_state_init(&st);
+	assert_int_equal(
+		do_read(fx, &st, 300 * PAGE + 100, 2 * PAGE, false, &kernel),
+		0);
+	assert_int_equal(kernel.calls, 1);
+	assert_int_equal(kernel.bytes, 2 * PAGE);
+	assert_false(kernel.bad);
+	assert_false(kernel.from_pages); /* a buffer, not cache pages */
+	assert_int_equal(fc->random_around, 1);
+	assert_int_equal(fx->dp.a->random_around, 1);
+	file_stats(fx, &rs2, &ms2);
+	assert_int_equal(rs2.c.decisions[RA_KIND_RANDOM] -
+				 rs.c.decisions[RA_KIND_RANDOM],
+			 1);
+	assert_int_equal(ms2.inserted, ms.inserted);
+	assert_int_equal(ms2.misses - ms.misses, 3); /* pages 300..302 */
+	assert_int_equal(ms2.hits - ms.hits, 3);
+	assert_int_equal(ms2.hit_bytes - ms.hit_bytes, 2 * PAGE);
+	assert_int_equal(rs2.backing_reads - rs.backing_reads, 1);
+	assert_int_equal(rs2.backing_bytes - rs.backing_bytes, 3 * PAGE);
+	rcu_read_lock();
+	for (uint64_t i = 300; i <= 302; i++)
+		assert_true(cache_history_rcu(fc->map, i));
+	rcu_read_unlock();
+
+	/* Direct mode: through the cache, which keeps the pages. */
+	ra_state_init(&st2);
+	assert_int_equal(do_read(fx, &st2, 200 * PAGE, 2 * PAGE, true, &keep),
+			 0);
+	assert_false(keep.bad);
+	settle(fx);
+	cache_mapping_stats(fc->map, &ms);
+	assert_true(ms.inserted >= ms2.inserted + 2);
+	assert_int_equal(fc->random_around, 1);
+
+	/* Page 201 cached, page 200 absent: the cache path, which serves
+	 * page 201 from its page. */
+	cache_mapping_invalidate(fc->map, 200, 200);
+	ra_state_init(&st3);
+	assert_int_equal(do_read(fx, &st3, 200 * PAGE, 2 * PAGE, false, &part),
+			 0);
+	assert_int_equal(part.bytes, 2 * PAGE);
+	assert_false(part.bad);
+	assert_int_equal(fc->random_around, 1);
+
+	/* Cut behind the mount inside page 401, with no word to aheadfs. */
+	assert_int_equal(ftruncate(fx->dp.fd, 401 * PAGE + 1000), 0);
+	ra_state_init(&st4);
+	assert_int_equal(do_read(fx, &st4, 400 * PAGE, 4 * PAGE, false, &cut),
+			 0);
+	assert_int_equal(cut.bytes, PAGE + 1000);
+	assert_false(cut.bad);
+	assert_int_equal(fc->random_around, 2);
+	assert_int_equal(afs_fcache_size(fc), 401 * PAGE + 1000);
+	ra_state_destroy(&st);
+	ra_state_destroy(&st2);
+	ra_state_destroy(&st3);
+	ra_state_destroy(&st4);
 }
 
 /* A wait the reader's interrupt cancels ends the read with -EINTR. */
@@ -1028,6 +1107,7 @@ int main(void)
 						setup_small_file, teardown),
 		T(test_shrunk_behind),
 		T(test_handed_over_pages_become_history),
+		T(test_random_miss_around_cache),
 		T(test_resident_read_around_cache),
 		T(test_resident_read_spliced),
 		T(test_cancelled_wait),

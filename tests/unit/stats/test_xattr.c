@@ -251,7 +251,7 @@ static const struct key_spec file_top[] = {
 	{"backing", 'o'},	 {"readahead", 'o'},
 	{"streams", 'a'},	 {"uncached_reads", 'i'},
 	{"resident_reads", 'i'}, {"resident_spliced", 'i'},
-	{"revalidations", 'i'},
+	{"random_around", 'i'},	 {"revalidations", 'i'},
 };
 static const struct key_spec file_file[] = {
 	{"ino", 'i'}, {"size", 'i'}, {"pages", 'i'}};
@@ -300,7 +300,7 @@ static const struct key_spec root_top[] = {
 	{"watch", 'o'},		 {"writes", 'o'},
 	{"passthrough", 'o'},	 {"uncached_reads", 'i'},
 	{"resident_reads", 'i'}, {"resident_spliced", 'i'},
-	{"revalidations", 'i'},
+	{"random_around", 'i'},	 {"revalidations", 'i'},
 };
 static const struct key_spec root_writes[] = {
 	{"behind_pieces", 'i'},	 {"behind_bytes", 'i'},
