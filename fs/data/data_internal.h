@@ -75,6 +75,10 @@ struct afs_fcache {
 	/* The identity the cached pages were read under: */
 	uint64_t size; /* __atomic (written under lock): EOF */
 	struct timespec mtime, ctime; /* under lock */
+	/* __atomic: the daemon's own changes between their first system call
+	 * and the identity they leave (afs_fcache_own_begin()), and how many
+	 * ever began (file.c identity_outside()) */
+	uint32_t own_active, own_began;
 	struct ra_state ra; /* readahead state of reads without a handle */
 	/* The file's O_DIRECT write descriptor (write.c), __atomic: -1 not
 	 * open; taken out under a->files_lock when the last reference goes

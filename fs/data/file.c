@@ -16,10 +16,13 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "data_internal.h"
@@ -400,14 +403,22 @@ int afs_fcache_ra(struct afs_fcache *fc, int fd)
 /* Drop @fc's pages and streams and count a change behind the mount when
  * @force or when @st (the backing now) differs from the identity; take @st
  * as the new identity (NULL: unknown, the next comparison takes one). */
-static bool identity_drop(struct afs_fcache *fc, const struct stat *st,
-			  bool force)
+/* identity_drop() with @own: the daemon's own changes stood still from
+ * the load of *@own (afs_fcache_own_begin()) until now, else -EAGAIN. */
+static int identity_drop_own(struct afs_fcache *fc, const struct stat *st,
+			     bool force, const uint32_t *own)
 {
 	struct ra_file *raf;
 	bool changed, cut;
 
 	cache_thread_online();
 	pthread_mutex_lock(&fc->lock);
+	if (own &&
+	    (__atomic_load_n(&fc->own_active, __ATOMIC_ACQUIRE) ||
+	     __atomic_load_n(&fc->own_began, __ATOMIC_SEQ_CST) != *own)) {
+		pthread_mutex_unlock(&fc->lock);
+		return -EAGAIN;
+	}
 	changed = force || !st || (uint64_t)st->st_size != fc->size ||
 		  !ts_equal(st->st_mtim, fc->mtime) ||
 		  !ts_equal(st->st_ctim, fc->ctime);
@@ -427,13 +438,19 @@ static bool identity_drop(struct afs_fcache *fc, const struct stat *st,
 	raf = fc->raf;
 	pthread_mutex_unlock(&fc->lock);
 	if (!changed)
-		return false;
+		return 0;
 	/* Streams describe the old contents: forget them with the pages. */
 	if (raf)
 		ra_file_invalidate(raf, cut);
 	afs_count(&fc->revalidations, 1);
 	afs_count(&fc->a->revalidations, 1);
-	return true;
+	return 1;
+}
+
+static bool identity_drop(struct afs_fcache *fc, const struct stat *st,
+			  bool force)
+{
+	return identity_drop_own(fc, st, force, NULL) > 0;
 }
 
 bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
@@ -441,10 +458,68 @@ bool afs_fcache_revalidate(struct afs_fcache *fc, const struct stat *st)
 	return identity_drop(fc, st, false);
 }
 
-bool afs_fcache_outside(struct afs_fcache *fc, const struct stat *st,
-			bool force)
+/* The watcher's wait for the daemon's own changes: polls of 50 us, and
+ * comparisons a change of its own may send back, before it compares
+ * regardless. */
+#define OWN_POLLS 2000
+#define OWN_TRIES 8
+
+void afs_fcache_own_begin(struct afs_fcache *fc)
 {
-	return identity_drop(fc, st, force);
+	if (!fc)
+		return;
+	__atomic_add_fetch(&fc->own_active, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&fc->own_began, 1, __ATOMIC_SEQ_CST);
+}
+
+void afs_fcache_own_end(struct afs_fcache *fc)
+{
+	if (fc)
+		__atomic_sub_fetch(&fc->own_active, 1, __ATOMIC_RELEASE);
+}
+
+/* Wait until none of the daemon's own changes is in flight; *@own: how
+ * many began by then.  False when they never stopped. */
+static bool own_quiet(struct afs_fcache *fc, uint32_t *own)
+{
+	const struct timespec poll = {0, 50 * 1000};
+
+	for (int i = 0; i < OWN_POLLS; i++) {
+		if (!__atomic_load_n(&fc->own_active, __ATOMIC_ACQUIRE)) {
+			*own = __atomic_load_n(&fc->own_began,
+					       __ATOMIC_SEQ_CST);
+			return true;
+		}
+		nanosleep(&poll, NULL);
+	}
+	return false;
+}
+
+/*
+ * The identity, taken (fstatat()) and compared with none of the daemon's
+ * own changes in flight from before the one to after the other: a change
+ * of its own is taken first, and recorded (afs_fcache_changed(),
+ * afs_fcache_touched()) after, so seen in between it would be taken for
+ * one behind the mount -- the passthrough writer's late events, judged by
+ * identity (fs/fuse/ops_watch.c), met the daemon's own truncate that way.
+ * A change that begins meanwhile sends the comparison back to wait.
+ */
+bool afs_fcache_outside(struct afs_fcache *fc, int fd, bool force)
+{
+	struct stat st;
+
+	for (int tries = 0;; tries++) {
+		uint32_t own;
+		bool quiet = !force && tries < OWN_TRIES && own_quiet(fc, &own);
+		bool known = fd >= 0 &&
+			     !fstatat(fd, "", &st,
+				      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		int rc = identity_drop_own(fc, known ? &st : NULL, force,
+					   quiet ? &own : NULL);
+
+		if (rc != -EAGAIN)
+			return rc > 0;
+	}
 }
 
 int afs_fcache_find(struct afs_data *a, const struct afs_file_key *key,

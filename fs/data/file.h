@@ -148,15 +148,35 @@ int afs_fcache_find(struct afs_data *a, const struct afs_file_key *key,
 
 /**
  * afs_fcache_outside() - A backing watcher saw the file change behind the
- * mount: as afs_fcache_revalidate(), but with @force the pages and streams
- * go and a change is counted even when @st looks the same (a write within
- * the timestamps' granularity).  @st NULL: the identity is unknown now; the
- * next afs_fcache_revalidate() takes the backing's.
- * Context: Any thread (the watcher's); takes fc->lock and the mapping's.
+ * mount: as afs_fcache_revalidate() with the identity of @fd now (any
+ * descriptor of the file, O_PATH included), but with @force the pages and
+ * streams go and a change is counted even when the identity looks the
+ * same (a write within the timestamps' granularity).  @fd -1, or a failed
+ * fstat: the identity is unknown now; the next afs_fcache_revalidate()
+ * takes the backing's.
+ *
+ * Without @force the identity is taken and compared while none of the
+ * daemon's own changes is in flight (afs_fcache_own_begin()): a change of
+ * its own, seen between its system call and the identity it records,
+ * would look like one behind the mount.  It waits for them (polling, at
+ * most about 100 ms; then it compares anyway, and may drop the pages for
+ * nothing).
+ * Context: Any thread (the watcher's); takes fc->lock and the mapping's;
+ * may sleep.
  * Return: true if the pages were dropped and a change counted.
  */
-bool afs_fcache_outside(struct afs_fcache *fc, const struct stat *st,
-			bool force);
+bool afs_fcache_outside(struct afs_fcache *fc, int fd, bool force);
+
+/**
+ * afs_fcache_own_begin() - The daemon is about to change @fc's file (data
+ * or metadata: a WRITE, a SETATTR, an xattr) and will record the identity
+ * it leaves (afs_fcache_changed(), afs_fcache_touched()); then
+ * afs_fcache_own_end(), whether the change was made or failed.  Meanwhile
+ * the watcher's comparison waits (afs_fcache_outside()).  @fc NULL: nothing.
+ * Context: Any thread; one atomic add each.
+ */
+void afs_fcache_own_begin(struct afs_fcache *fc);
+void afs_fcache_own_end(struct afs_fcache *fc);
 
 /**
  * afs_fcache_changes() - How many changes behind the mount were seen: the

@@ -166,6 +166,7 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 {
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_inode *i = afs_req_inode(req, ino);
+	struct afs_fcache *fc;
 	struct afs_creds c;
 	struct stat st;
 	mode_t kill, mode = 0;
@@ -200,6 +201,10 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		    __atomic_load_n(&i->io_wr_err, __ATOMIC_ACQUIRE))
 			io_fd = -1; /* read-only: the path, as before */
 	}
+	/* From the first change to the identity it leaves: the daemon's
+	 * own, not one behind the mount (afs_fcache_outside()). */
+	fc = S_ISREG(i->type) ? afs_inode_fc(i) : NULL;
+	afs_fcache_own_begin(fc);
 	rc = afs_req_creds_enter(req, &c, false);
 	if (!rc) {
 		rc = do_setattr(i, attr, valid & ~times, fi, io_fd);
@@ -221,6 +226,7 @@ void afs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	 * identity so it is not taken for a change behind the mount. */
 	if (!rc && S_ISREG(i->type))
 		afs_fcache_touched(afs_inode_fc(i), i->fd);
+	afs_fcache_own_end(fc);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);

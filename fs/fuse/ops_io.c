@@ -287,6 +287,7 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	 * writer waits on it.  Not every WRITE of a writeback mount: an
 	 * O_DIRECT open's writes there come straight from its writer. */
 	bool writeback = fi && fi->writepage;
+	struct afs_fcache *own;
 	struct io_target t;
 	bool direct = false;
 	mode_t had;
@@ -299,12 +300,16 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		return;
 	}
 	rwf = write_rwf(&t, fi->flags);
+	/* To the identity it leaves: the daemon's own change. */
+	own = afs_inode_fc(t.inode);
+	afs_fcache_own_begin(own);
 	had = kill_privs_as_caller(req, t.fd);
 	if (had) {
 		struct afs_creds c;
 
 		rc = afs_req_creds_enter(req, &c, false);
 		if (rc) {
+			afs_fcache_own_end(own);
 			io_target_put(afs_req_fs(req), &t);
 			fuse_reply_err(req, -rc);
 			return;
@@ -322,8 +327,8 @@ void afs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		n = io_target_wr_err(
 			&t); /* the inode's descriptor is read-only */
 	if (n >= 0)
-		afs_fcache_changed(afs_inode_fc(t.inode), t.fd, (uint64_t)at,
-				   (uint64_t)n, false);
+		afs_fcache_changed(own, t.fd, (uint64_t)at, (uint64_t)n, false);
+	afs_fcache_own_end(own);
 	if (n < 0) {
 		io_target_put(afs_req_fs(req), &t);
 		fuse_reply_err(req, (int)-n);
@@ -357,6 +362,7 @@ void afs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		      off_t length, struct fuse_file_info *fi)
 {
+	struct afs_fcache *own;
 	struct io_target t;
 	struct afs_creds c;
 	mode_t as_caller;
@@ -366,6 +372,8 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	own = afs_inode_fc(t.inode);
+	afs_fcache_own_begin(own);
 	as_caller = kill_privs_as_caller(req, t.fd);
 	rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
 	if (!rc) {
@@ -381,8 +389,9 @@ void afs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	/* Punched or zeroed bytes change; plain allocation only the size,
 	 * but the identity must follow either way. */
 	if (!rc)
-		afs_fcache_changed(afs_inode_fc(t.inode), t.fd,
-				   (uint64_t)offset, (uint64_t)length, false);
+		afs_fcache_changed(own, t.fd, (uint64_t)offset,
+				   (uint64_t)length, false);
+	afs_fcache_own_end(own);
 	io_target_put(afs_req_fs(req), &t);
 	fuse_reply_err(req, -rc);
 }
@@ -410,6 +419,7 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    off_t off_out, struct fuse_file_info *fi_out,
 			    size_t len, int flags)
 {
+	struct afs_fcache *own;
 	struct io_target in, out;
 	off_t dst = off_out;
 	struct afs_creds c;
@@ -427,6 +437,8 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	own = afs_inode_fc(out.inode);
+	afs_fcache_own_begin(own);
 	as_caller = kill_privs_as_caller(req, out.fd);
 	rc = as_caller ? afs_req_creds_enter(req, &c, false) : 0;
 	if (!rc) {
@@ -442,8 +454,9 @@ void afs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			privs_killed(req, ino_out, out.fd, as_caller);
 	}
 	if (!rc)
-		afs_fcache_changed(afs_inode_fc(out.inode), out.fd,
-				   (uint64_t)dst, (uint64_t)n, false);
+		afs_fcache_changed(own, out.fd, (uint64_t)dst, (uint64_t)n,
+				   false);
+	afs_fcache_own_end(own);
 	io_target_put(afs_req_fs(req), &in);
 	io_target_put(afs_req_fs(req), &out);
 	if (rc)

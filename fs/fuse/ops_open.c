@@ -309,6 +309,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct afs_fs *fs = afs_req_fs(req);
+	struct afs_fcache *trunc_fc = NULL;
 	struct afs_inode *i;
 	bool shared = false;
 	int fd = -1, rc;
@@ -321,6 +322,11 @@ void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	i = afs_req_inode(req, ino);
 	if (!i)
 		return;
+	/* An O_TRUNC open truncates, and finish_open() records what it left:
+	 * a change of the daemon's own meanwhile. */
+	if (fi->flags & O_TRUNC)
+		trunc_fc = afs_inode_fc(i);
+	afs_fcache_own_begin(trunc_fc);
 	if (share_ro(fs, i, fi->flags)) {
 		fd = inode_ro_fd(i);
 		shared = fd >= 0;
@@ -328,11 +334,13 @@ void afs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!shared)
 		fd = open_inode(req, i, fi->flags);
 	if (fd < 0) {
+		afs_fcache_own_end(trunc_fc);
 		afs_itable_put(&fs->itable, i);
 		fuse_reply_err(req, -fd);
 		return;
 	}
 	rc = finish_open(req, i, fd, shared, fi, false);
+	afs_fcache_own_end(trunc_fc);
 	if (rc) {
 		if (!shared)
 			close(fd);

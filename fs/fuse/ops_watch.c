@@ -52,8 +52,7 @@ watch_file(void *ctx, const struct afs_watch_id *id, bool force)
 	struct afs_file_key key = {
 		.dev = id->dev, .ino = id->ino, .gen = id->gen};
 	struct afs_fcache *fc = NULL;
-	bool dropped = true, have_st = false;
-	struct stat st;
+	bool dropped = true;
 
 	/* A passthrough writer's writes are the kernel's, made in the
 	 * writer's name: the mount's own.  Its readers go around the cache
@@ -70,11 +69,10 @@ watch_file(void *ctx, const struct afs_watch_id *id, bool force)
 		afs_fcache_find(fs->data, &key, &fc);
 	if (!i && !fc)
 		return AFS_WATCH_UNKNOWN;
-	if (i)
-		have_st = !fstatat(i->fd, "", &st,
-				   AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	/* The identity is taken there, clear of the daemon's own changes
+	 * (afs_fcache_own_begin()). */
 	if (fc) {
-		dropped = afs_fcache_outside(fc, have_st ? &st : NULL,
+		dropped = afs_fcache_outside(fc, i ? i->fd : -1,
 					     force && !(i && afs_pt_wrote(i)));
 		afs_fcache_put(fc);
 	}

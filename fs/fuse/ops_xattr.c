@@ -175,6 +175,7 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 	struct afs_fs *fs = afs_req_fs(req);
 	struct afs_inode *i = afs_req_inode(req, ino);
 	char proc[AFS_PROCPATH_LEN];
+	struct afs_fcache *fc = NULL;
 	char *buf = NULL;
 	struct afs_creds c;
 	ssize_t n = 0;
@@ -201,6 +202,11 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 		rc = xattr_ours(req, i, op, a, buf, &n);
 		goto out_put;
 	}
+	/* A set or a removal, to the identity it leaves: the daemon's own
+	 * change (afs_fcache_outside()). */
+	if ((op == X_SET || op == X_REMOVE) && S_ISREG(i->type))
+		fc = afs_inode_fc(i);
+	afs_fcache_own_begin(fc);
 	rc = afs_req_creds_enter(req, &c, false);
 	if (rc)
 		goto out_put;
@@ -236,6 +242,7 @@ static void xattr_common(fuse_req_t req, fuse_ino_t ino, enum xattr_op op,
 	if (!rc && (op == X_SET || op == X_REMOVE) && S_ISREG(i->type))
 		afs_fcache_touched(afs_inode_fc(i), i->fd);
 out_put:
+	afs_fcache_own_end(fc);
 	afs_itable_put(&fs->itable, i);
 	if (rc)
 		fuse_reply_err(req, -rc);

@@ -7,11 +7,13 @@
  * window; EOF (short, empty); reads without a handle; a backing error
  * reaching the reader and leaving nothing cached; a wait cancelled by the
  * reader's interrupt; the fallback around a cache with no room; random
- * misses read around the cache in kernel mode; the
+ * misses read around the cache in kernel mode; the daemon's own changes
+ * not taken for changes behind the mount by the watcher; the
  * identity (changes behind the mount told from the daemon's own).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1059,12 +1061,14 @@ static void test_outside_changes(void **state)
 	assert_int_equal(do_read(fx, NULL, 0, 4 * PAGE, true, &r), 0);
 	settle(fx);
 	assert_int_equal(fstat(fx->dp.fd, &st), 0);
-	assert_false(afs_fcache_outside(fx->dp.fc, &st, false)); /* the same */
+	assert_false(
+		afs_fcache_outside(fx->dp.fc, fx->dp.fd, false)); /* the same */
 	assert_int_equal(afs_fcache_changes(fx->dp.fc), 0);
 	rcu_read_lock();
 	assert_non_null(cache_lookup_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
-	assert_true(afs_fcache_outside(fx->dp.fc, &st, true)); /* forced */
+	assert_true(
+		afs_fcache_outside(fx->dp.fc, fx->dp.fd, true)); /* forced */
 	assert_int_equal(afs_fcache_changes(fx->dp.fc), 1);
 	assert_int_equal(fx->dp.a->revalidations, 1);
 	rcu_read_lock();
@@ -1072,7 +1076,7 @@ static void test_outside_changes(void **state)
 	rcu_read_unlock();
 
 	/* No identity: the next comparison counts and takes the backing's. */
-	assert_true(afs_fcache_outside(fx->dp.fc, NULL, true));
+	assert_true(afs_fcache_outside(fx->dp.fc, -1, true));
 	assert_int_equal(afs_fcache_changes(fx->dp.fc), 2);
 	assert_true(afs_fcache_revalidate(fx->dp.fc, &st));
 	assert_false(afs_fcache_revalidate(fx->dp.fc, &st));
@@ -1092,6 +1096,60 @@ static void test_outside_changes(void **state)
 	assert_null(cache_lookup_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
 	assert_int_equal(fx->dp.a->nfiles, 2); /* the references given back */
+}
+
+struct outside_call {
+	struct afs_fcache *fc;
+	int fd;
+	bool dropped, done;
+};
+
+static void *outside_thread(void *arg)
+{
+	struct outside_call *o = arg;
+
+	cache_thread_online();
+	o->dropped = afs_fcache_outside(o->fc, o->fd, false);
+	__atomic_store_n(&o->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The daemon's own change, seen by the watcher between its system call
+ * and the identity it records, is not taken for one behind the mount: the
+ * comparison waits for afs_fcache_own_end().  A forced one (another
+ * process's event) does not wait; without the mark the same sequence is a
+ * change. */
+static void test_own_change_not_outside(void **state)
+{
+	struct fixture *fx = *state;
+	struct afs_fcache *fc = fx->dp.fc;
+	struct outside_call o = {.fc = fc, .fd = fx->dp.fd};
+	uint64_t changes = afs_fcache_changes(fc);
+	pthread_t t;
+
+	afs_fcache_own_begin(fc);
+	assert_int_equal(ftruncate(fx->dp.fd, 100 * PAGE), 0);
+	assert_int_equal(pthread_create(&t, NULL, outside_thread, &o), 0);
+	usleep(30 * 1000);
+	assert_false(__atomic_load_n(&o.done, __ATOMIC_ACQUIRE)); /* waits */
+	afs_fcache_changed(fc, fx->dp.fd, 100 * PAGE, 0, true);
+	afs_fcache_own_end(fc);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_false(o.dropped);
+	assert_int_equal(afs_fcache_changes(fc), changes);
+	assert_int_equal(afs_fcache_size(fc), 100 * PAGE);
+
+	/* Forced: at once, mark or not. */
+	afs_fcache_own_begin(fc);
+	assert_true(afs_fcache_outside(fc, fx->dp.fd, true));
+	afs_fcache_own_end(fc);
+	assert_int_equal(afs_fcache_changes(fc), changes + 1);
+
+	/* No mark: the truncate before its identity is recorded is seen as
+	 * a change (what the mark is for). */
+	assert_int_equal(ftruncate(fx->dp.fd, 50 * PAGE), 0);
+	assert_true(afs_fcache_outside(fc, fx->dp.fd, false));
+	assert_int_equal(afs_fcache_changes(fc), changes + 2);
 }
 
 int main(void)
@@ -1122,6 +1180,7 @@ int main(void)
 		T(test_idle_limit),
 		T(test_files_snapshot),
 		T(test_outside_changes),
+		T(test_own_change_not_outside),
 		T(test_idle_found_by_watcher),
 	};
 #undef T
