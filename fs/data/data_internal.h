@@ -77,7 +77,7 @@ struct afs_fcache {
 	struct timespec mtime, ctime; /* under lock */
 	/* __atomic: the daemon's own changes between their first system call
 	 * and the identity they leave (afs_fcache_own_begin()), and how many
-	 * ever began (file.c identity_outside()) */
+	 * ever began (afs_fcache_outside()) */
 	uint32_t own_active, own_began;
 	struct ra_state ra; /* readahead state of reads without a handle */
 	/* The file's O_DIRECT write descriptor (write.c), __atomic: -1 not
