@@ -34,6 +34,7 @@
 #include "fuse_internal.h"
 #include "log.h"
 #include "notify.h"
+#include "uring.h"
 
 static const struct fuse_lowlevel_ops afs_ops = {
 	.init = afs_op_init,
@@ -346,6 +347,8 @@ static int run(struct afs_opts *o)
 	}
 	afs_log_capture_fuse(false);
 	rc = afs_devio_install(se);
+	if (!rc && o->transport == AFS_TRANSPORT_URING)
+		rc = afs_uring_create(se, o->uring_depth, &fs.uring);
 	if (rc) {
 		afs_log(LOG_ERR, "cannot serve /dev/fuse: %s", strerror(-rc));
 		goto out_unmount;
@@ -397,6 +400,9 @@ out_unmount:
 	/* Files still open at exit close no backing id: the connection's end
 	 * frees them. */
 	afs_pt_detach(&fs.pt);
+	/* The rings' workers serve until here (their requests' handlers
+	 * use the notifier and the watcher no more than the loop's). */
+	afs_uring_stop(fs.uring);
 	fuse_session_unmount(se);
 	/* Unmounted, the map is saved while every file is still in the
 	 * table (fs.warm is NULL where no warm-up started). */
@@ -416,6 +422,7 @@ out_fs:
 	afs_itable_destroy(&fs.itable);
 	afs_data_destroy(fs.data);
 	afs_pt_destroy(&fs.pt);
+	afs_uring_free(fs.uring);
 	pthread_mutex_destroy(&fs.open_lock);
 	return status;
 }

@@ -2,7 +2,9 @@
  * custom I/O hooks, for what libfuse 3.14 cannot negotiate or say:
  * FUSE_HANDLE_KILLPRIV_V2 (protocol 7.33), and the kernel's FUSE
  * passthrough (7.40: its INIT flag and max_stack_depth, and the OPEN and
- * CREATE replies' FOPEN_PASSTHROUGH and backing id; passthrough.h).
+ * CREATE replies' FOPEN_PASSTHROUGH and backing id; passthrough.h), and
+ * FUSE over io_uring (7.42: its INIT flag, and the replies to requests a
+ * ring carried, which go into the ring's entry; uring.h).
  *
  * Why handle_killpriv_v2: without it the kernel keeps the superblock
  * without SB_NOSEC, and
@@ -45,6 +47,7 @@
 #include "fuse_internal.h"
 #include "log.h"
 #include "passthrough.h"
+#include "uring.h"
 
 static uint64_t init_unique; /* __atomic: the INIT request's, 0 before */
 static uint64_t init_flags; /* __atomic: the kernel's offer, flags2 << 32 */
@@ -89,11 +92,15 @@ static void patch_init(struct afs_fs *fs, const struct fuse_out_header *out,
 				  "(handle_killpriv_v2)");
 	}
 	afs_pt_init_reply(&fs->pt, arg, len, offered);
+	afs_uring_init_reply(fs->uring, arg, len, offered);
 }
 
 static ssize_t devio_writev(int fd, struct iovec *iov, int count,
 			    void *userdata)
 {
+	struct afs_fs *fs = userdata;
+	ssize_t n;
+
 	if (__builtin_expect(!__atomic_load_n(&init_done, __ATOMIC_RELAXED),
 			     0) &&
 	    count >= 2 && iov[0].iov_len == sizeof(struct fuse_out_header)) {
@@ -101,12 +108,17 @@ static ssize_t devio_writev(int fd, struct iovec *iov, int count,
 		uint64_t u = __atomic_load_n(&init_unique, __ATOMIC_ACQUIRE);
 
 		if (u && out->unique == u) {
-			patch_init(userdata, out, iov[1].iov_base,
-				   iov[1].iov_len);
+			patch_init(fs, out, iov[1].iov_base, iov[1].iov_len);
+			n = writev(fd, iov, count);
 			__atomic_store_n(&init_done, true, __ATOMIC_RELEASE);
+			/* the kernel took the reply: the rings may register */
+			afs_uring_init_sent(fs->uring, n >= 0);
+			return n;
 		}
 	}
 	afs_pt_reply_hook(iov, count);
+	if (afs_uring_take_reply(iov, count, &n))
+		return n;
 	return writev(fd, iov, count);
 }
 
@@ -117,7 +129,11 @@ static ssize_t devio_splice_send(int fdin, off_t *offin, int fdout,
 				 off_t *offout, size_t len, unsigned int flags,
 				 void *userdata)
 {
+	ssize_t n;
+
 	(void)userdata;
+	if (afs_uring_take_splice(fdin, len, &n))
+		return n;
 	return splice(fdin, offin, fdout, offout, len, flags);
 }
 

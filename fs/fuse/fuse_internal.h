@@ -85,6 +85,8 @@ struct afs_fs {
 	size_t splice_min, splice_max;
 	const struct afs_opts *opts;
 	struct afs_pt pt; /* the kernel's FUSE passthrough (passthrough.h) */
+	/* transport=uring's rings and workers (uring.h); NULL: dev */
+	struct afs_uring *uring;
 	bool as_root; /* euid 0: switch to the caller's ids */
 	bool default_permissions; /* the kernel checks permissions */
 	double attr_timeout, entry_timeout;

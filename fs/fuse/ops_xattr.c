@@ -36,6 +36,7 @@
 #include "fs/data/data.h"
 #include "fs/data/tbuf.h"
 #include "fuse_internal.h"
+#include "uring.h"
 #include "fs/stats/xattr.h"
 
 enum xattr_op { X_GET, X_SET, X_LIST, X_REMOVE };
@@ -66,6 +67,7 @@ static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
 	t.warm = fs->warm;
 	t.watch = fs->watch;
 	afs_pt_stats(&fs->pt, &t.passthrough);
+	afs_uring_stats(fs->uring, &t.transport);
 	if (!fs->default_permissions) {
 		char proc[AFS_PROCPATH_LEN];
 		struct afs_creds c;

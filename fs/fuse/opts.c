@@ -42,6 +42,7 @@ void afs_opts_init(struct afs_opts *o)
 	o->clone_fd = true;
 	o->max_threads = AFS_MAX_THREADS_DEFAULT;
 	o->max_idle_threads = AFS_MAX_IDLE_THREADS_DEFAULT;
+	o->uring_depth = AFS_URING_DEPTH_DEFAULT;
 	afs_data_config_init(&o->data);
 	o->attr_timeout = AFS_ATTR_TIMEOUT_DEFAULT;
 	o->entry_timeout = -1; /* afs_opts_entry_timeout() */
@@ -378,6 +379,10 @@ int afs_opts_check(struct afs_opts *o, char *err, size_t errlen)
 			    "MOUNTPOINT '%s' is inside SOURCE '%s' (the "
 			    "mount would contain itself)",
 			    o->mountpoint, o->source);
+	if (o->single_thread && o->transport == AFS_TRANSPORT_URING)
+		return fail(err, errlen, -EINVAL,
+			    "transport=uring serves requests on threads of "
+			    "its own: not with -s");
 	if (o->warm_state) {
 		size_t mlen = strlen(o->mountpoint_real);
 

@@ -72,6 +72,15 @@ enum afs_passthrough {
 };
 extern const char *const afs_passthrough_names[];
 
+/* -o transport=: how requests reach the daemon (names
+ * afs_transport_names, fs/fuse/uring.h, docs/tuning.md "transport"). */
+enum afs_transport {
+	AFS_TRANSPORT_DEV, /* every request through read(2) of /dev/fuse */
+	AFS_TRANSPORT_URING, /* FUSE over io_uring where the kernel offers it */
+};
+extern const char *const afs_transport_names[];
+#define AFS_URING_DEPTH_DEFAULT 4 /* -o uring_depth=: threads per queue */
+
 struct afs_opts {
 	char *source; /* as given */
 	char *mountpoint; /* as given */
@@ -97,6 +106,8 @@ struct afs_opts {
 	int opens; /* -o opens=, enum afs_opens */
 	int wronly_io; /* -o wronly_io=, enum afs_wronly_io */
 	int passthrough; /* -o passthrough=, enum afs_passthrough */
+	int transport; /* -o transport=, enum afs_transport */
+	unsigned uring_depth; /* -o uring_depth= */
 
 	/* the cache and readahead (cache_size=, read_mode=, ra_max=,
 	 * ra_workers=, stripe=, chunk=, context_ra=, stream_table=,

@@ -15,6 +15,11 @@
 
 const char *const afs_opens_names[] = {"message", "none", NULL};
 const char *const afs_wronly_io_names[] = {"direct", "cached", NULL};
+const char *const afs_transport_names[] = {
+	[AFS_TRANSPORT_DEV] = "dev",
+	[AFS_TRANSPORT_URING] = "uring",
+	NULL,
+};
 const char *const afs_passthrough_names[] = {
 	[AFS_PASSTHROUGH_WRITES] = "writes",
 	[AFS_PASSTHROUGH_ALL] = "all",
@@ -113,6 +118,13 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "itself (FUSE passthrough, Linux 6.9 and later, a daemon with "
 	 "CAP_SYS_ADMIN): writes (writable opens), all, or off",
 	 0, 0, afs_passthrough_names, DAEMON(ZERO_PLAIN, NULL, NULL)},
+	{"transport", OPT_ENUM, true, F(transport), 0, 0,
+	 "how requests reach aheadfs: dev (read(2) of /dev/fuse) or uring "
+	 "(FUSE over io_uring, one queue per CPU: Linux 6.14 and later, fuse "
+	 "module parameter enable_uring=Y; else dev)",
+	 0, 0, afs_transport_names, DAEMON(ZERO_PLAIN, NULL, NULL)},
+	{"uring_depth", OPT_UINT, true, F(uring_depth), 1, 256,
+	 "transport=uring: worker threads per CPU queue"},
 	{"read_mode", OPT_ENUM, true, F(data.read_mode), 0, 0,
 	 "kernel: the kernel's page cache on top; direct: every read reaches "
 	 "aheadfs",

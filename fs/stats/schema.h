@@ -247,6 +247,12 @@
 	  "writers of setuid/setgid files kept on aheadfs's path")             \
 	X(passthrough, backing_files, GAUGE,                                   \
 	  "backing files registered with the kernel now")                      \
+	X(transport, mode, TEXT, "transport=: dev or uring")                   \
+	X(transport, state, TEXT,                                              \
+	  "on, or why not: off, starting, unsupported, refused, stopped")      \
+	X(transport, requests, COUNTER, "requests served through io_uring")    \
+	X(transport, unanswered, COUNTER,                                      \
+	  "requests through io_uring that got no reply (answered EIO)")        \
 	AFS_SCHEMA_TAIL(X)
 
 enum afs_stat_kind {

@@ -148,6 +148,7 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_CACHE_watch(key)
 #define COPY_CACHE_writes(key)
 #define COPY_CACHE_passthrough(key)
+#define COPY_CACHE_transport(key)
 
 /* The watcher's members: the schema's keys are struct afs_watch_counts's
  * field names (fs/watch/watch.h). */
@@ -163,6 +164,7 @@ uint64_t afs_stats_pages_of(uint64_t size)
 #define COPY_WATCH_warm(key)
 #define COPY_WATCH_writes(key)
 #define COPY_WATCH_passthrough(key)
+#define COPY_WATCH_transport(key)
 
 static void root_watch(struct afs_stats_root *s,
 		       const struct afs_watch_counts *w)
@@ -185,6 +187,16 @@ static void root_passthrough(struct afs_stats_root *s,
 	s->passthrough_fallback_file = p->c.fallback_file;
 	s->passthrough_fallback_setid = p->c.fallback_setid;
 	s->passthrough_backing_files = p->c.backing_files;
+}
+
+/* The transport members (fs/stats/xattr.h, the adapter's snapshot). */
+static void root_transport(struct afs_stats_root *s,
+			   const struct afs_xattr_transport *t)
+{
+	s->transport_mode = t->mode ? t->mode : "dev";
+	s->transport_state = t->state ? t->state : "off";
+	s->transport_requests = t->requests;
+	s->transport_unanswered = t->unanswered;
 }
 
 static void file_cache(struct afs_stats_file *s,
@@ -384,6 +396,7 @@ static void collect_root(struct afs_data *a, const struct afs_xattr_target *t,
 	s->writes_direct_bytes = ar.d.direct.bytes;
 	s->writes_direct_refused = ar.d.direct.refused;
 	root_passthrough(s, &ar.passthrough);
+	root_transport(s, &ar.transport);
 	s->_uncached_reads = ar.d.uncached_reads;
 	s->_resident_reads = ar.d.resident_reads;
 	s->_resident_spliced = ar.d.resident_spliced;

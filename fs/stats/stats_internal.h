@@ -36,6 +36,7 @@ struct afs_stats_aref {
 	struct afs_warm_counters warm;
 	struct afs_watch_counts watch;
 	struct afs_xattr_passthrough passthrough;
+	struct afs_xattr_transport transport;
 };
 
 /** afs_stats_aref() - The mount's state as @t sees it.  Context: any. */

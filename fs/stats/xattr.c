@@ -59,6 +59,7 @@ void afs_stats_aref(const struct afs_data *a, const struct afs_xattr_target *t,
 	afs_warm_stats(t->warm, &out->warm);
 	afs_watch_stats(t->watch, &out->watch);
 	out->passthrough = t->passthrough;
+	out->transport = t->transport;
 }
 
 ssize_t afs_stats_size_answer(size_t len)

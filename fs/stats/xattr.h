@@ -96,6 +96,15 @@ struct afs_xattr_passthrough {
 	struct afs_xattr_pt_counts c;
 };
 
+/* The adapter's request transport as the stats show it (fs/fuse/uring.h,
+ * afs_uring_stats()). */
+struct afs_xattr_transport {
+	const char *mode; /* -o transport=; NULL: "dev" */
+	const char *state; /* "on", or why not; NULL: "off" */
+	uint64_t requests; /* served through io_uring */
+	uint64_t unanswered; /* of them, answered EIO: no reply came */
+};
+
 /* Which file a call is about, and the mount's modules beside the data
  * path that the root's stats show. */
 struct afs_xattr_target {
@@ -108,6 +117,7 @@ struct afs_xattr_target {
 	const struct afs_warm *warm; /* NULL: no warm_state */
 	const struct afs_watch *watch; /* NULL: watch=off */
 	struct afs_xattr_passthrough passthrough; /* a snapshot */
+	struct afs_xattr_transport transport; /* a snapshot */
 };
 
 /**

@@ -42,7 +42,9 @@
 #             aheadfs         aheadfs with its defaults (read_mode=kernel)
 #             aheadfs-direct  aheadfs -o read_mode=direct
 #             aheadfs-OPTS    aheadfs -o OPTS, options joined by '+'
-#                             (e.g. aheadfs-context_ra=off+ra_max=4M)
+#                             (e.g. aheadfs-context_ra=off+ra_max=4M; with
+#                             transport=uring the run sets the fuse
+#                             module's enable_uring to Y, and back after)
 #             aheadfs-base    the daemon $AHEADFS_BASE with its defaults: an
 #                             earlier build, for a before/after comparison
 #                             in one run
@@ -305,8 +307,16 @@ cleanup() {
 		# A *_bytes of 0 means "the ratio rules", which writing the ratio did.
 		[[ $kv == *_bytes=0 ]] || echo "${kv#*=}" >"/proc/sys/vm/${kv%%=*}"
 	done
+	[ -n "$uring_saved" ] && echo "$uring_saved" >"$uring_param"
 	rm -rf "$work"
 }
+# A target with transport=uring needs the fuse module's enable_uring: set
+# to Y for the run, put back after it.
+uring_param=/sys/module/fuse/parameters/enable_uring uring_saved=
+if [[ ,$targets, == *transport=uring* ]] && [ -w "$uring_param" ]; then
+	uring_saved=$(cat "$uring_param")
+	echo Y >"$uring_param"
+fi
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$mnt" "$vol"

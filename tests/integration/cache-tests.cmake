@@ -30,6 +30,13 @@ endfunction()
 
 afs_cache_test(cache_seq 120 direct)
 afs_cache_test(cache_coop 150 direct)
+# The cooperative readers once more with every request through FUSE over
+# io_uring (AFS_URING=1, lib.sh): the readers' reads reach the daemon from
+# the queues of the CPUs they run on.
+afs_script_test(cache_coop+transport=uring cache_coop.sh TIMEOUT 150
+	LABELS readpath ENV AFS_URING=1 AHEADFS_STAT=$<TARGET_FILE:aheadfs-stat>)
+set_property(TEST integration/cache_coop+transport=uring PROPERTY
+	RESOURCE_LOCK drop_caches enable_uring)
 afs_cache_test(cache_random 120 direct)
 afs_cache_test(cache_advice 90 direct)
 afs_cache_test(cache_bounded 180 direct)

@@ -65,6 +65,8 @@
 # at blanks (e.g. "-o passthrough=off": a test's variant, registered with
 # afs_script_test's ENV).
 #
+# AFS_URING=1: every afs_mount with -o transport=uring (see the end).
+#
 # AFS_DAEMON_AS_USER=1 makes afs_mount start the daemon as the test user
 # (afs_test_user first; the test grants it /dev/fuse and the mount point),
 # and stat the new mount as that user.
@@ -278,6 +280,11 @@ afs_wait_daemon()
 		afs_fail "daemon exit status $rc, expected $want"
 	fi
 	_afs_check_log_clean "$AFS_LOG"
+	if [ "${AFS_URING:-}" = 1 ] &&
+		! grep -q 'requests come through io_uring' "$AFS_LOG"; then
+		_afs_show_log "$AFS_LOG"
+		afs_fail "AFS_URING=1, but the daemon did not serve through io_uring"
+	fi
 	if afs_is_mounted "$AFS_MNT"; then
 		afs_fail "$AFS_MNT still mounted after the daemon exited"
 	fi
@@ -503,3 +510,19 @@ _afs_cleanup()
 trap _afs_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# AFS_URING=1: every afs_mount serves with -o transport=uring (FUSE over
+# io_uring), the fuse module's enable_uring set to Y for the test and put
+# back after it (tests that set it hold the enable_uring lock), and every
+# daemon's log must say its requests came through io_uring.  Skipped where
+# the kernel has none (before Linux 6.14).
+if [ "${AFS_URING:-}" = 1 ]; then
+	_afs_uring_param=/sys/module/fuse/parameters/enable_uring
+	if [ ! -w "$_afs_uring_param" ]; then
+		echo "SKIP: $AFS_TEST_NAME: no FUSE over io_uring in this kernel" >&2
+		exit 77
+	fi
+	afs_at_exit "echo $(cat "$_afs_uring_param") > $_afs_uring_param"
+	echo Y >"$_afs_uring_param"
+	AFS_MOUNT_OPTS="${AFS_MOUNT_OPTS:-} -o transport=uring"
+fi

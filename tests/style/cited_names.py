@@ -22,7 +22,7 @@ import tempfile
 # not call: system calls, libc, libfuse, liburcu and the kernel's own
 # functions (cited as the model a rule comes from).
 OUTSIDE = set("""
-    longjmp rand setgroups syncfs utimes
+    longjmp rand setgroups syncfs utimes io_uring_enter
     fuse_buf_copy
     cds_list_for_each_entry rcu_dereference
     filemap_get_pages fuse_dev_do_read fuse_request_end lockdep_assert_held
