@@ -469,6 +469,12 @@ static int ent_make(struct afs_uring *u, struct ent *e, unsigned qid, int cpu)
 	return 0;
 }
 
+/* Whether CPU @q is one this process may run on (@allowed NULL: unknown). */
+static bool runs_on(const cpu_set_t *allowed, unsigned q)
+{
+	return allowed && q < CPU_SETSIZE && CPU_ISSET(q, allowed);
+}
+
 /* Every queue's entries and threads, each thread's ring made; -errno
  * where one could not be made (what was made stays, for release()). */
 static int start(struct afs_uring *u)
@@ -485,18 +491,14 @@ static int start(struct afs_uring *u)
 	 * queue must have one for the ring to be ready */
 	for (unsigned q = 0; q < n; q++)
 		u->nents +=
-			have_mask && q < CPU_SETSIZE && CPU_ISSET(q, &allowed)
-				? u->depth
-				: 1;
+			runs_on(have_mask ? &allowed : NULL, q) ? u->depth : 1;
 	u->ents = calloc(u->nents, sizeof(*u->ents));
 	if (!u->ents)
 		return -ENOMEM;
 	for (unsigned q = 0; q < n; q++) {
-		bool ok =
-			have_mask && q < CPU_SETSIZE && CPU_ISSET(q, &allowed);
-		unsigned d = ok ? u->depth : 1;
+		bool ok = runs_on(have_mask ? &allowed : NULL, q);
 
-		for (unsigned i = 0; i < d; i++) {
+		for (unsigned i = 0; i < (ok ? u->depth : 1); i++) {
 			rc = ent_make(u, &u->ents[k++], q, ok ? (int)q : -1);
 			if (rc)
 				return rc;

@@ -59,6 +59,7 @@
 #                            with WHAT in the message
 #   afs_is_mounted PATH      PATH is a mount point (read from mountinfo,
 #                            without touching the file system behind it)
+#   afs_log_lines PATTERN    how many lines of $AFS_LOG match PATTERN
 #   afs_fail MSG...          print "FAIL: MSG" and exit 1
 #
 # AFS_MOUNT_OPTS: options every afs_mount adds after the test's own, split
@@ -288,6 +289,12 @@ afs_wait_daemon()
 	if afs_is_mounted "$AFS_MNT"; then
 		afs_fail "$AFS_MNT still mounted after the daemon exited"
 	fi
+}
+
+# afs_log_lines PATTERN: how many lines of the latest daemon's log match
+afs_log_lines()
+{
+	grep -c -- "$1" "$AFS_LOG" || true
 }
 
 afs_umount()

@@ -39,10 +39,6 @@ print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["passthrough"][
 		"$AFS_MNT" "${1:-state}"
 }
 
-lines() { # how many lines of the daemon's log match $1
-	grep -c -- "$1" "$AFS_LOG" || true
-}
-
 fresh() { # NAME: a new SOURCE and MOUNTPOINT for the next afs_mount
 	AFS_SRC=$AFS_WORK/src.$1
 	AFS_MNT=$AFS_WORK/mnt.$1
@@ -52,12 +48,12 @@ fresh() { # NAME: a new SOURCE and MOUNTPOINT for the next afs_mount
 # --- 1. on --------------------------------------------------------------
 fresh writes
 afs_mount
-if [ "$(lines 'offers no FUSE passthrough')" -ne 0 ]; then
+if [ "$(afs_log_lines 'offers no FUSE passthrough')" -ne 0 ]; then
 	afs_umount
 	echo "SKIP: $AFS_TEST_NAME: the kernel offers no FUSE passthrough" >&2
 	exit 77
 fi
-[ "$(lines 'passthrough=writes: the kernel.s FUSE passthrough serves')" -eq 1 ] ||
+[ "$(afs_log_lines 'passthrough=writes: the kernel.s FUSE passthrough serves')" -eq 1 ] ||
 	afs_fail "the log does not say once that passthrough is on"
 [ "$(state)" = on ] || afs_fail "passthrough.state is $(state), not on"
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" writes kernel
@@ -82,7 +78,7 @@ for pt in writes off; do
 	dd if="$AFS_WORK/want" of="$AFS_MNT/dd" bs=1M conv=fsync status=none
 	cmp "$AFS_MNT/dd" "$AFS_WORK/want" || afs_fail "passthrough=$pt: dd's file reads back wrong"
 	cmp "$AFS_SRC/dd" "$AFS_WORK/want" || afs_fail "passthrough=$pt: the backing has wrong bytes"
-	n=$(lines 'opcode: WRITE ')
+	n=$(afs_log_lines 'opcode: WRITE ')
 	echo "passthrough=$pt: 16 MiB by dd, $n WRITE requests reached the daemon"
 	if [ $pt = writes ]; then
 		[ "$n" -eq 0 ] || afs_fail "passthrough=writes: $n WRITE requests reached the daemon"
@@ -102,7 +98,7 @@ afs_umount
 fresh writeback
 afs_mount -o write_mode=writeback
 [ "$(state)" = writeback ] || afs_fail "write_mode=writeback: state $(state)"
-[ "$(lines 'off with write_mode=writeback')" -eq 1 ] ||
+[ "$(afs_log_lines 'off with write_mode=writeback')" -eq 1 ] ||
 	afs_fail "write_mode=writeback: no one log line for the fallback"
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" writeback kernel
 afs_umount
@@ -120,7 +116,7 @@ mount -t ramfs ramfs "$AFS_SRC" || afs_fail "mount -t ramfs failed"
 afs_at_exit 'umount -l "$AFS_WORK/src.ramfs" 2>/dev/null || true'
 afs_mount
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" file kernel
-[ "$(lines 'no backing file for inode .* (Invalid argument)')" -eq 1 ] ||
+[ "$(afs_log_lines 'no backing file for inode .* (Invalid argument)')" -eq 1 ] ||
 	afs_fail "ramfs: not one log line for the files without passthrough"
 afs_umount
 
@@ -134,7 +130,7 @@ afs_as_user python3 "$AFS_UBIN/passthrough.py" "$AFS_MNT" "$AFS_SRC" refused ker
 [ "$(afs_as_user python3 -c 'import json, os, sys
 print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["passthrough"]["state"])' \
 	"$AFS_MNT")" = refused ] || afs_fail "no CAP_SYS_ADMIN: the state is not refused"
-[ "$(lines 'the daemon needs CAP_SYS_ADMIN')" -eq 1 ] ||
+[ "$(afs_log_lines 'the daemon needs CAP_SYS_ADMIN')" -eq 1 ] ||
 	afs_fail "no CAP_SYS_ADMIN: not one log line for the refusal"
 afs_umount
 

@@ -35,10 +35,6 @@ print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["transport"][sy
 		"$AFS_MNT" "$1"
 }
 
-lines() { # how many lines of the daemon's log match $1
-	grep -c -- "$1" "$AFS_LOG" || true
-}
-
 fresh() { # NAME: a new SOURCE and MOUNTPOINT for the next afs_mount
 	AFS_SRC=$AFS_WORK/src.$1
 	AFS_MNT=$AFS_WORK/mnt.$1
@@ -90,7 +86,7 @@ EOF
 echo Y >"$param"
 fresh on
 afs_mount -o transport=uring
-[ "$(lines 'requests come through io_uring')" -eq 1 ] ||
+[ "$(afs_log_lines 'requests come through io_uring')" -eq 1 ] ||
 	afs_fail "the log does not say once that requests come through io_uring"
 [ "$(transport mode)" = uring ] || afs_fail "transport.mode is $(transport mode)"
 [ "$(transport state)" = on ] || afs_fail "transport.state is $(transport state), not on"
@@ -101,7 +97,7 @@ after=$(transport requests)
 	afs_fail "transport.requests went from $before to $after only"
 [ "$(transport unanswered)" -eq 0 ] || afs_fail "unanswered requests"
 afs_umount
-[ "$(lines 'transport=uring: .*/dev/fuse')" -eq 0 ] ||
+[ "$(afs_log_lines 'transport=uring: .*/dev/fuse')" -eq 0 ] ||
 	afs_fail "a fallback to /dev/fuse logged: $(cat "$AFS_LOG")"
 
 # Every read and write at the payload's full size (1 MiB requests).
@@ -120,7 +116,7 @@ afs_wait_daemon 0
 echo N >"$param"
 fresh off
 afs_mount -o transport=uring
-[ "$(lines 'offers no FUSE over io_uring')" -eq 1 ] ||
+[ "$(afs_log_lines 'offers no FUSE over io_uring')" -eq 1 ] ||
 	afs_fail "the log does not say once that the kernel offers none"
 [ "$(transport state)" = unsupported ] ||
 	afs_fail "transport.state is $(transport state), not unsupported"
