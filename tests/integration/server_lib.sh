@@ -23,8 +23,9 @@
 #                            fails if NAME exits first or after AFS_WAIT_S
 #   srv_assert_readahead JSON WHAT  the stats assertion of these tests: of
 #                            all readahead decisions (the 13 kinds of
-#                            readahead.decisions), async ones >= 80 % and
-#                            random ones <= 5 %, and a window at the cap
+#                            readahead.decisions), async ones >= 75 %, of
+#                            the pages read ahead async ones >= 95 %,
+#                            random decisions <= 5 %, and a window at the cap
 #                            (an active stream's size = max_window_pages)
 
 srv_install()
@@ -154,12 +155,15 @@ srv_assert_readahead()
 	python3 -c 'import json, sys
 r = json.loads(sys.argv[1])["readahead"]
 n = sum(r["decisions"].values())
-print("%s: %d decisions: async %.1f %%, random %.1f %%" % (sys.argv[2], n,
-      100.0 * r["async"] / max(n, 1), 100.0 * r["random"] / max(n, 1)))' \
+pages = r["sync_pages"] + r["async_pages"]
+print("%s: %d decisions: async %.1f %%, random %.1f %%; %d pages read ahead: async %.1f %%" % (sys.argv[2], n,
+      100.0 * r["async"] / max(n, 1), 100.0 * r["random"] / max(n, 1),
+      pages, 100.0 * r["async_pages"] / max(pages, 1)))' \
 		"$js" "$what"
 	ac_assert "$js" "$all > 0" "$what: no readahead decisions at all"
-	# Async >= 80 % of the decisions: the server pools are what aheadfs is
-	# for.  Measured on 2 cores (async % of the decisions per run):
+	# Async >= 75 % of the decisions and >= 95 % of the pages read ahead:
+	# the server pools are what aheadfs is for.  Measured on 2 cores
+	# (async % of the decisions per run):
 	#   smbd, 384 MiB, 4 readers, alone: 67-91 % in 16 runs, median 83 %,
 	#   4 under 80 % (20 earlier runs: 71-93 %, median about 86 %): its
 	#   thread pool delivers the request that carries a window's mark
@@ -168,14 +172,22 @@ print("%s: %d decisions: async %.1f %%, random %.1f %%" % (sys.argv[2], n,
 	#   in-flight page acted on before the wait and a late mark
 	#   continuing its stream (docs/design.md, the stream table): 92-96 %
 	#   in 10 runs, median 95 %; beside two CPU burners 94-96 % in 6
-	#   (before: 89-96 %, median 95 %).
+	#   (before: 89-96 %, median 95 %).  Beside other integration tests
+	#   (the CI's ctest -j2): 87-95 % in 10 runs, once 78.7 % in a CI run:
+	#   under memory pressure the kernel drops pages of its own cache
+	#   and reads them again, each a small context window far behind the
+	#   stream (decisions, not bytes).  Of the pages read ahead, 99.2-99.6 %
+	#   were read async in those 10 runs.
 	#   nfs-ganesha, 256 MiB, 4 readers: 98.1 % in 4 runs alone and 4
 	#   beside the burners before; after, 92.9-98.1 % in 20 runs alone,
 	#   median 98.1 %, and 94.5-98.1 % in 4 beside the burners (the runs
 	#   under 98 % had 1-3 context misses far behind the stream: the
-	#   kernel reading again pages dropped from its own page cache).
-	ac_assert "$js" "g('readahead.async') >= 0.80 * $all" \
-		"$what: async readahead below 80 % of the decisions"
+	#   kernel reading again pages dropped from its own page cache);
+	#   beside other tests 96.4-98.1 %, pages 99.6-99.8 % async.
+	ac_assert "$js" "g('readahead.async') >= 0.75 * $all" \
+		"$what: async readahead below 75 % of the decisions"
+	ac_assert "$js" "g('readahead.async_pages') >= 0.95 * (g('readahead.async_pages') + g('readahead.sync_pages'))" \
+		"$what: async readahead below 95 % of the pages read ahead"
 	ac_assert "$js" "g('readahead.random') <= 0.05 * $all" \
 		"$what: random decisions above 5 %"
 	ac_assert "$js" "any(s['state'] == 'active' and s['size'] >= g('readahead.max_window_pages') for s in g('streams'))" \

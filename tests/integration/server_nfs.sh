@@ -5,8 +5,8 @@
 # private config, log, pid file and recovery dir in the work dir.  Four
 # libnfs readers (nfs-cat, NFSv4) read the file at once, cold: every copy
 # matches the backing's checksum, and the file's stats show what aheadfs is
-# for -- of all readahead decisions async ones >= 80 %, random ones <= 5 %,
-# a window at the cap.  The test installs what it needs (nfs-ganesha,
+# for -- of all readahead decisions async ones >= 75 % (of the pages read
+# ahead >= 95 %), random ones <= 5 %, a window at the cap.  The test installs what it needs (nfs-ganesha,
 # nfs-ganesha-vfs, rpcbind, libnfs-utils); ganesha is stopped on any exit.
 # NFSv4 only: ganesha needs no rpcbind for it, so none is started.
 set -euo pipefail

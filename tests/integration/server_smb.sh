@@ -5,9 +5,9 @@
 # cache and log dirs in the work dir, guest access.  Four smbclient readers
 # fetch the file at once, cold: every copy matches the backing's checksum,
 # and the file's stats show what aheadfs is for -- of all readahead
-# decisions async ones >= 80 %, random ones <= 5 %, a window at the cap.  The
-# test installs samba and smbclient when missing; smbd is stopped on any
-# exit.
+# decisions async ones >= 75 % (of the pages read ahead >= 95 %), random ones
+# <= 5 %, a window at the cap.  The test installs samba and smbclient when
+# missing; smbd is stopped on any exit.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cache_lib.sh"
