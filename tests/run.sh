@@ -2,10 +2,12 @@
 # run.sh - install the build and test dependencies, then build and run the
 # whole test suite three times: a release build (everything), an ASan+UBSan
 # build (everything but what runs the same in any build -- the fuzz targets
-# and the benchmark's smoke runs -- and the reruns with passthrough=off) and
-# a ThreadSanitizer build (the unit and stress tests: liburcu and libfuse are
-# not TSan-instrumented, so the daemon is not run under TSan); then the package stage (tests/package.sh: the Debian package
-# is built, installed, mounted through fstab and mount -t, and purged).
+# and the benchmark's smoke runs -- and the reruns with passthrough=off and
+# with transport=uring) and a ThreadSanitizer build (the unit and stress
+# tests: liburcu and libfuse are not TSan-instrumented, so the daemon is not
+# run under TSan); then the package stage (tests/package.sh: the Debian
+# package is built, installed, mounted through fstab and mount -t, and
+# purged).
 # Needs root (apt-get, FUSE mounts, loop devices).
 #
 # Usage: tests/run.sh [release|asan|tsan|package]...   (default: all four)
@@ -38,8 +40,11 @@ run_config() {
 		# check its tables: both ran in the release stage already.  The
 		# tests run again with passthrough=off take the path a daemon
 		# without passthrough takes, which the write and cache tests
-		# cover under the sanitizers already (release runs them).
-		label=(-LE fuzz -E '^bench/run_|passthrough=off')
+		# cover under the sanitizers already (release runs them); those
+		# run again with transport=uring check that the rings serve as
+		# /dev/fuse does, and integration/transport_uring puts the
+		# rings' own code under the sanitizers here.
+		label=(-LE fuzz -E '^bench/run_|passthrough=off|transport=uring')
 		;;
 	tsan)
 		args+=(-DCMAKE_BUILD_TYPE=Debug -DAHEADFS_SANITIZE=thread)
