@@ -60,6 +60,10 @@
 #   afs_is_mounted PATH      PATH is a mount point (read from mountinfo,
 #                            without touching the file system behind it)
 #   afs_log_lines PATTERN    how many lines of $AFS_LOG match PATTERN
+#   afs_root_stat GROUP KEY  GROUP.KEY of the root's stats (the mount's
+#                            user.aheadfs.stats on $AFS_MNT)
+#   afs_fresh NAME           a new, empty AFS_SRC and AFS_MNT (src.NAME,
+#                            mnt.NAME in the work dir) for the next afs_mount
 #   afs_fail MSG...          print "FAIL: MSG" and exit 1
 #
 # AFS_MOUNT_OPTS: options every afs_mount adds after the test's own, split
@@ -295,6 +299,20 @@ afs_wait_daemon()
 afs_log_lines()
 {
 	grep -c -- "$1" "$AFS_LOG" || true
+}
+
+afs_root_stat()
+{
+	python3 -c 'import json, os, sys
+print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))[sys.argv[2]][sys.argv[3]])' \
+		"$AFS_MNT" "$1" "$2"
+}
+
+afs_fresh()
+{
+	AFS_SRC=$AFS_WORK/src.$1
+	AFS_MNT=$AFS_WORK/mnt.$1
+	mkdir -p "$AFS_SRC" "$AFS_MNT"
 }
 
 afs_umount()

@@ -33,20 +33,12 @@ afs_test_user
 command -v python3 >/dev/null || afs_fail "python3 missing"
 PY=$(dirname "$0")/passthrough.py
 
-state() { # the mount's passthrough.state
-	python3 -c 'import json, os, sys
-print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["passthrough"][sys.argv[2]])' \
-		"$AFS_MNT" "${1:-state}"
-}
-
-fresh() { # NAME: a new SOURCE and MOUNTPOINT for the next afs_mount
-	AFS_SRC=$AFS_WORK/src.$1
-	AFS_MNT=$AFS_WORK/mnt.$1
-	mkdir -p "$AFS_SRC" "$AFS_MNT"
+state() { # KEY (default state): the mount's passthrough.KEY
+	afs_root_stat passthrough "${1:-state}"
 }
 
 # --- 1. on --------------------------------------------------------------
-fresh writes
+afs_fresh writes
 afs_mount
 if [ "$(afs_log_lines 'offers no FUSE passthrough')" -ne 0 ]; then
 	afs_umount
@@ -59,12 +51,12 @@ fi
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" writes kernel
 afs_umount
 
-fresh direct
+afs_fresh direct
 afs_mount -o read_mode=direct
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" writes direct
 afs_umount
 
-fresh all
+afs_fresh all
 afs_mount -o passthrough=all
 [ "$(state mode)" = all ] || afs_fail "passthrough.mode is $(state mode), not all"
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" all kernel
@@ -73,7 +65,7 @@ afs_umount
 # --- 2. no WRITE reaches the daemon ---------------------------------------
 head -c $((16 << 20)) /dev/urandom >"$AFS_WORK/want"
 for pt in writes off; do
-	fresh "dd.$pt"
+	afs_fresh "dd.$pt"
 	afs_mount -d -o passthrough=$pt
 	dd if="$AFS_WORK/want" of="$AFS_MNT/dd" bs=1M conv=fsync status=none
 	cmp "$AFS_MNT/dd" "$AFS_WORK/want" || afs_fail "passthrough=$pt: dd's file reads back wrong"
@@ -89,13 +81,13 @@ for pt in writes off; do
 done
 
 # --- 3. off ---------------------------------------------------------------
-fresh off
+afs_fresh off
 afs_mount -o passthrough=off
 [ "$(state)" = off ] || afs_fail "passthrough=off: state $(state)"
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" off kernel
 afs_umount
 
-fresh writeback
+afs_fresh writeback
 afs_mount -o write_mode=writeback
 [ "$(state)" = writeback ] || afs_fail "write_mode=writeback: state $(state)"
 [ "$(afs_log_lines 'off with write_mode=writeback')" -eq 1 ] ||
@@ -103,7 +95,7 @@ afs_mount -o write_mode=writeback
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" writeback kernel
 afs_umount
 
-fresh none
+afs_fresh none
 afs_mount -o opens=none
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" none kernel
 [ "$(state)" = opens_none ] || afs_fail "opens=none: state $(state)"
@@ -111,7 +103,7 @@ afs_umount
 
 # A backing without O_DIRECT (ramfs): its files get no passthrough (an
 # O_DIRECT open joining one would fail), one log line, fallback_file.
-fresh ramfs
+afs_fresh ramfs
 mount -t ramfs ramfs "$AFS_SRC" || afs_fail "mount -t ramfs failed"
 afs_at_exit 'umount -l "$AFS_WORK/src.ramfs" 2>/dev/null || true'
 afs_mount
@@ -122,7 +114,7 @@ afs_umount
 
 # --- 4. refused: no CAP_SYS_ADMIN -----------------------------------------
 afs_user_fuse_dev
-fresh refused
+afs_fresh refused
 chown "$AFS_USER:" "$AFS_SRC" "$AFS_MNT"
 cp "$PY" "$AFS_UBIN/"
 AFS_DAEMON_AS_USER=1 afs_mount
@@ -135,7 +127,7 @@ print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["passthrough"][
 afs_umount
 
 # --- 5. a setuid file's writer --------------------------------------------
-fresh setid
+afs_fresh setid
 chmod 0777 "$AFS_SRC"
 printf 'setuid\n' >"$AFS_SRC/suid"
 chmod 04777 "$AFS_SRC/suid"

@@ -29,16 +29,10 @@ fi
 was=$(cat "$param")
 afs_at_exit "echo $was > $param"
 
-transport() { # KEY: the mount's transport.KEY
-	python3 -c 'import json, os, sys
-print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["transport"][sys.argv[2]])' \
-		"$AFS_MNT" "$1"
-}
+transport() { afs_root_stat transport "$1"; } # KEY: the mount's transport.KEY
 
-fresh() { # NAME: a new SOURCE and MOUNTPOINT for the next afs_mount
-	AFS_SRC=$AFS_WORK/src.$1
-	AFS_MNT=$AFS_WORK/mnt.$1
-	mkdir -p "$AFS_SRC" "$AFS_MNT"
+fresh() { # NAME: afs_fresh, with 24 MiB of data to read
+	afs_fresh "$1"
 	head -c $((24 << 20)) /dev/urandom >"$AFS_SRC/data"
 }
 
