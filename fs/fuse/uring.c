@@ -259,6 +259,24 @@ static void refused(struct afs_uring *u, const char *what, int err)
 
 /* Serve the request the entry holds: rebuild it as read(2) of /dev/fuse
  * gives it, just before the payload, and let libfuse dispatch it. */
+/* @out and @payload bytes of the entry's payload are @e's reply. */
+static void answered(struct ent *e, const struct fuse_out_header *out,
+		     size_t payload)
+{
+	memcpy(e->hdr->in_out, out, sizeof(*out));
+	e->hdr->ring_ent_in_out.payload_sz = (uint32_t)payload;
+	e->open = false;
+}
+
+/* @e's reply is EIO for request @unique. */
+static void answer_eio(struct ent *e, uint64_t unique)
+{
+	struct fuse_out_header out = {
+		.len = sizeof(out), .error = -EIO, .unique = unique};
+
+	answered(e, &out, 0);
+}
+
 static void serve_one(struct ent *e, uint64_t *commit_id)
 {
 	struct afs_uring_req_header *h = e->hdr;
@@ -272,11 +290,7 @@ static void serve_one(struct ent *e, uint64_t *commit_id)
 	e->unique = in.unique;
 	if (in.len < sizeof(in) + (size_t)psz || psz > e->payload_len ||
 	    in.len - sizeof(in) - psz > AFS_URING_HEADER_SZ) {
-		struct fuse_out_header out = {
-			.len = sizeof(out), .error = -EIO, .unique = in.unique};
-
-		memcpy(h->in_out, &out, sizeof(out));
-		h->ring_ent_in_out.payload_sz = 0;
+		answer_eio(e, in.unique);
 		return;
 	}
 	oplen = in.len - sizeof(in) - psz;
@@ -293,12 +307,7 @@ static void serve_one(struct ent *e, uint64_t *commit_id)
 	if (e->open) {
 		/* Every request a ring carries gets a reply from libfuse;
 		 * should one not, the caller gets EIO, not a hang. */
-		struct fuse_out_header out = {
-			.len = sizeof(out), .error = -EIO, .unique = in.unique};
-
-		e->open = false;
-		memcpy(h->in_out, &out, sizeof(out));
-		h->ring_ent_in_out.payload_sz = 0;
+		answer_eio(e, in.unique);
 		afs_count(&e->u->unanswered, 1);
 	}
 	afs_count(&e->u->requests, 1);
@@ -592,14 +601,6 @@ void afs_uring_init_sent(struct afs_uring *u, bool ok)
 }
 
 /* The reply's header into the entry; the rest is in the payload. */
-static void answered(struct ent *e, const struct fuse_out_header *out,
-		     size_t payload)
-{
-	memcpy(e->hdr->in_out, out, sizeof(*out));
-	e->hdr->ring_ent_in_out.payload_sz = (uint32_t)payload;
-	e->open = false;
-}
-
 bool afs_uring_take_reply(const struct iovec *iov, int count, ssize_t *res)
 {
 	struct ent *e = cur;
