@@ -206,6 +206,11 @@ int cache_create(const struct cache_config *cfg, struct cache **out)
 		pthread_mutex_init(&c->waitq[i].lock, NULL);
 		pthread_cond_init(&c->waitq[i].cond, NULL);
 	}
+	/* The first chunk of pages and of tree nodes faulted in now, at the
+	 * start, not by the first reads (docs/design.md, "Memory faulted in
+	 * at the start"). */
+	cache_pool_prefault(c);
+	(void)cache_nodes_prefault();
 	rc = cache_pool_grace_start(c);
 	if (rc)
 		goto out_destroy_queues;

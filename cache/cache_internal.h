@@ -365,6 +365,22 @@ void cache_mapping_ref_put(struct cache_mapping *m);
 void *cache_chunk_map(size_t bytes);
 
 /**
+ * cache_chunk_populate() - Fault in @bytes at @start (MADV_POPULATE_WRITE)
+ * now, so that the kernel's zeroing of fresh memory is paid here and not by
+ * the first thread that touches it.  A kernel that refuses (before 5.14)
+ * leaves it to that first touch.  Context: no lock held (it may take
+ * milliseconds).
+ */
+void cache_chunk_populate(void *start, size_t bytes);
+
+/**
+ * cache_pool_prefault() - When @c has no chunk yet: add its first (within
+ * the budget) and fault its buffers in (pool.c).  Context: cache_create(),
+ * before @c is handed out.
+ */
+void cache_pool_prefault(struct cache *c);
+
+/**
  * cache_node_get() - A zeroed tree node (nodes.c: from 2 MiB chunks, not
  * one malloc() each).  Context: any thread; takes the nodes' lock.
  * Return: The node, or NULL when no memory is left.
@@ -380,6 +396,12 @@ void cache_node_put(struct cache_node *n);
 /* cache_node_chunks() - Chunks of nodes mapped now (0 in the
  * ThreadSanitizer build).  Context: any thread. */
 unsigned int cache_node_chunks(void);
+
+/* cache_nodes_prefault() - When no chunk of nodes has room: map one and
+ * fault it in (no-op in the ThreadSanitizer build).  Context: any thread,
+ * no lock held; cache_create() calls it.
+ * Return: the chunk mapped, or NULL (one had room, or no memory). */
+void *cache_nodes_prefault(void);
 
 /*
  * call_rcu() hands an object to the call_rcu thread inside liburcu, which

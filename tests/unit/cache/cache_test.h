@@ -43,6 +43,36 @@ static inline int fixture_setup_cfg(void **state,
 	return 0;
 }
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Whether every page of [@p, @p + @len) is in memory (mincore()); @p page
+ * aligned.  -1 where this kernel cannot populate ahead of use
+ * (MADV_POPULATE_WRITE, Linux 5.14), which is then not an error. */
+static inline int all_resident(void *p, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE),
+	       n = (len + page - 1) / page;
+	unsigned char *vec = malloc(n);
+	void *probe = mmap(NULL, page, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int rc = 1;
+
+	assert_non_null(vec);
+	assert_true(probe != MAP_FAILED);
+	if (madvise(probe, page, MADV_POPULATE_WRITE)) {
+		rc = -1;
+	} else {
+		assert_int_equal(mincore(p, len, vec), 0);
+		for (size_t i = 0; i < n; i++)
+			if (!(vec[i] & 1))
+				rc = 0;
+	}
+	munmap(probe, page);
+	free(vec);
+	return rc;
+}
+
 /* Budget in pages (each page costs 4 KiB plus its descriptor). */
 static inline uint64_t budget_for(uint64_t pages)
 {

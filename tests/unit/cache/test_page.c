@@ -639,6 +639,27 @@ static void test_descriptor_overhead(void **state)
 		    n * CACHE_PAGE_SIZE);
 }
 
+/* A new cache starts with its first chunk of pages faulted in
+ * (cache_pool_prefault()), as far as the budget allows: the first window
+ * read into it does not pay the kernel's zeroing. */
+static void test_first_chunk_faulted_in(void **state)
+{
+	struct fixture *f = *state;
+	struct cache_chunk *ch = f->c->chunks;
+	int res;
+
+#ifdef AHEADFS_TSAN
+	skip(); /* pages from malloc() there */
+#endif
+	assert_non_null(ch);
+	assert_null(ch->next);
+	assert_int_equal(ch->nr, CACHE_CHUNK_PAGES); /* 4096 pages of budget */
+	res = all_resident(ch->buffers, (size_t)ch->nr * CACHE_PAGE_SIZE);
+	if (res < 0)
+		skip();
+	assert_int_equal(res, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -670,6 +691,7 @@ int main(void)
 		T(test_prev_hole_sentinel),
 		T(test_counters_summed_over_threads),
 		T(test_descriptor_overhead),
+		T(test_first_chunk_faulted_in),
 #undef T
 	};
 
