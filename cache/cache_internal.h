@@ -207,7 +207,8 @@ struct cache_chunk {
 	bool on_partial; /* linked on c->partial (nr_free > 0) */
 	struct cds_list_head partial;
 	uint64_t freemap[CACHE_CHUNK_PAGES / 64]; /* bit i: page i is free */
-	/* bit i: page i freed since the last cache_trim() (memory held) */
+	/* bit i: page i's memory held while it is free, since the last
+	 * cache_trim(): freed after use, or faulted in ahead of it */
 	uint64_t untrimmed[CACHE_CHUNK_PAGES / 64];
 };
 
@@ -375,8 +376,9 @@ void cache_chunk_populate(void *start, size_t bytes);
 
 /**
  * cache_pool_prefault() - When @c has no chunk yet: add its first (within
- * the budget) and fault its buffers in (pool.c).  Context: cache_create(),
- * before @c is handed out.
+ * the budget) and fault its buffers in (pool.c); cache_trim() gives them
+ * back while they are free.  Context: cache_create(), before @c is handed
+ * out.
  */
 void cache_pool_prefault(struct cache *c);
 

@@ -225,11 +225,17 @@ void cache_pool_prefault(struct cache *c)
 	if (!c->chunks && !chunk_add_locked(c))
 		ch = c->chunks;
 	pthread_mutex_unlock(&c->pool_lock);
+	if (!ch)
+		return;
 	/* Outside the lock: nothing hands out its pages before the cache
 	 * is returned to its creator. */
-	if (ch)
-		cache_chunk_populate(ch->buffers,
-				     (size_t)ch->nr * CACHE_PAGE_SIZE);
+	cache_chunk_populate(ch->buffers, (size_t)ch->nr * CACHE_PAGE_SIZE);
+	/* Free and in memory: a trim under memory pressure gives them back
+	 * as it does pages freed after use. */
+	pthread_mutex_lock(&c->pool_lock);
+	for (unsigned int w = 0; w < CACHE_CHUNK_PAGES / 64; w++)
+		ch->untrimmed[w] |= ch->freemap[w];
+	pthread_mutex_unlock(&c->pool_lock);
 }
 #else
 static struct cache_page *page_get_locked(struct cache *c)

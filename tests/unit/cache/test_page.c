@@ -641,7 +641,8 @@ static void test_descriptor_overhead(void **state)
 
 /* A new cache starts with its first chunk of pages faulted in
  * (cache_pool_prefault()), as far as the budget allows: the first window
- * read into it does not pay the kernel's zeroing. */
+ * read into it does not pay the kernel's zeroing.  A trim gives the
+ * memory back while the pages are free. */
 static void test_first_chunk_faulted_in(void **state)
 {
 	struct fixture *f = *state;
@@ -658,6 +659,9 @@ static void test_first_chunk_faulted_in(void **state)
 	if (res < 0)
 		skip();
 	assert_int_equal(res, 1);
+	/* Free memory held: a trim (memory pressure) gives all of it back. */
+	assert_int_equal(cache_trim(f->c), (uint64_t)ch->nr * CACHE_PAGE_SIZE);
+	assert_int_equal(cache_trim(f->c), 0);
 }
 
 int main(void)
