@@ -34,6 +34,7 @@
 
 #include "cache/cache.h"
 #include "fs/data/data.h"
+#include "pace.h" /* ra/: the share's epoch, ra_now_ns() */
 #include "ra/ra.h"
 
 #include "../fixture/data_path.h"
@@ -656,7 +657,7 @@ static void test_share_one_handle_column(void **state)
 	struct fixture *fx = *state;
 	struct ra_state st;
 	struct ra_file_stats fs;
-	uint64_t delivered = 0;
+	uint64_t delivered = 0, t0 = ra_now_ns(), took;
 
 	ra_state_init(&st);
 	for (uint64_t i = 0; i < PAGES; i += 4)
@@ -664,17 +665,29 @@ static void test_share_one_handle_column(void **state)
 			delivered +=
 				read_pages(fx, &st, (uint64_t)r * PAGES + i, 4);
 	settle(fx);
+	took = ra_now_ns() - t0;
 	ra_state_destroy(&st);
 	ra_file_stats(fx->f, &fs);
 	fprintf(stderr,
 		"share, one handle: backing %llu pages for %llu delivered, "
-		"waste %llu, context windows %llu\n",
+		"waste %llu, context windows %llu, %.2f s\n",
 		(unsigned long long)fs.backing_bytes >> 12,
 		(unsigned long long)delivered, (unsigned long long)fs.c.waste,
-		(unsigned long long)fs.c.decisions[RA_KIND_CONTEXT]);
+		(unsigned long long)fs.c.decisions[RA_KIND_CONTEXT],
+		(double)took / 1e9);
 	assert_int_equal(delivered, ROWS * PAGES);
 	assert_true(fs.c.decisions[RA_KIND_CONTEXT] > 0);
-	assert_true((fs.backing_bytes >> 12) <= delivered * 5 / 4);
+	/* The share counts the windows opened in its last two epochs (1 s
+	 * each).  A scan that takes longer than that -- the ThreadSanitizer
+	 * build reads these 48 MiB in about 3 s, 25 times slower -- has rows
+	 * whose windows outlive the count, and the rows are undercounted:
+	 * measured there, 1.2-1.4x the file.  The bound then is the one that
+	 * still tells the rows apart from one reader (4.0x before they were
+	 * counted each; docs/design.md, "The fair share"). */
+	if (took <= 2 * RA_SHARE_EPOCH_NS)
+		assert_true((fs.backing_bytes >> 12) <= delivered * 5 / 4);
+	else
+		assert_true((fs.backing_bytes >> 12) <= delivered * 2);
 }
 
 /* A reader that reads fast, then slowly (a paced stream behind the
