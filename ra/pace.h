@@ -100,10 +100,11 @@ uint64_t ra_rate_max(struct ra_state *st, uint64_t index, uint64_t max,
  * the probation FIFO evicts by insertion, so a window must outlive the
  * insertions of every other reader's two windows and of the pages read
  * meanwhile.  Readers are those that got a window in this epoch or the one
- * before, counted mount-wide once per epoch each (a handle's state; the
- * streams that share one state count as one, an undercount that leaves
- * them the windows they had).  Never below a request: a window smaller
- * than the read that opens it misses again at once.
+ * before, counted mount-wide once per epoch each (a handle's state or a
+ * table slot; the streams that share one state count as one, an undercount
+ * that leaves them the windows they had; a window of a stream that neither
+ * follows counts each time, ra.c decide()).  Never below a request: a
+ * window smaller than the read that opens it misses again at once.
  */
 #define RA_SHARE_EPOCH_NS (UINT64_C(1000) * 1000000)
 #define RA_SHARE_MIN_PAGES 16
