@@ -88,6 +88,7 @@ static void decision_set(const struct ra_params *p, struct ra_decision *d,
 			 uint64_t async_size)
 {
 	d->kind = kind;
+	d->unfollowed = false;
 	d->start = start;
 	d->size = size;
 	d->async_size = async_size;
@@ -165,6 +166,7 @@ static void sync_rules(struct ra_state *st, const struct ra_params *p,
 		size = ra_init_size(contig + req, max);
 		decision_set(p, d, RA_KIND_CONTEXT, index, size, size);
 	}
+	d->unfollowed = true;
 	state_set(st, d);
 	return;
 
@@ -203,6 +205,7 @@ static void async_rules(struct ra_state *st, const struct ra_params *p,
 	}
 	size = ra_next_size(start - index + req, max);
 	decision_set(p, d, RA_KIND_ASYNC_RECOVER, start, size, size);
+	d->unfollowed = true; /* unless a table slot takes it */
 	state_set(st, d);
 }
 
@@ -230,15 +233,21 @@ static void stream_sync(struct ra_state *st, struct ra_stream_table *t,
 	if (index >= end && s->overtaken) {
 		/* A window an earlier request overtook, none of its marks
 		 * reached since: no growth -- the next window of the same
-		 * size when it covers the request, else the request alone.
-		 * A pool's late requests then reach a mark and the stream
-		 * grows again; random reads that only land ahead of it do
-		 * not, and each costs at most a window of its present size. */
-		if (index + req - end > s->size) {
+		 * size (within the cap) when it covers the request, else the
+		 * request alone.  A pool's late requests then reach a mark and
+		 * the stream grows again; random reads that only land ahead
+		 * of it do not, and each costs at most a window of its present
+		 * size.  Nothing the stream predicted brought the request: a
+		 * reader of the share of its own (the rows of a column scan
+		 * shorter than the window, which a stream takes in file order
+		 * one window at a time). */
+		size = u64_min(s->size, max);
+		if (index + req - end > size) {
 			stream_exact(t, slot, p, index, req, d);
 			return;
 		}
-		decision_set(p, d, RA_KIND_STREAM_AHEAD, end, s->size, s->size);
+		decision_set(p, d, RA_KIND_STREAM_AHEAD, end, size, size);
+		d->unfollowed = true;
 	} else if (index >= end) {
 		/* A request that overtook the window: push the stream as its
 		 * mark would, far enough to cover the request. */
@@ -445,6 +454,8 @@ static void decide_async(struct ra_state *st, struct ra_stream_table *t,
 	async_rules(st, p, v, index, req, stream_max(t, slot, p), d);
 	if (d->kind != RA_KIND_ASYNC_GIVEUP)
 		stream_record(t, slot, v, d);
+	if (d->stream >= 0)
+		d->unfollowed = false;
 }
 
 /* Advice RANDOM: read what was asked, nothing ahead; no state changes. */

@@ -82,6 +82,12 @@ struct ra_view {
  * @mark:	the page that gets the READAHEAD mark, or RA_NO_PAGE (random
  *		reads, or a mark that falls past EOF).
  * @stream:	slot of the stream-table entry involved, or -1.
+ * @unfollowed:	the window is for a stream that neither the handle nor a
+ *		table slot follows to here, and the fair share counts it as a
+ *		reader of its own (ra.c): a context window; a window that goes
+ *		on from another reader's mark with no slot to take it; the
+ *		next window of an overtaken stream (STREAM_AHEAD again before
+ *		any of its marks was reached).
  */
 struct ra_decision {
 	enum ra_kind kind;
@@ -92,6 +98,7 @@ struct ra_decision {
 	uint64_t io_nr;
 	uint64_t mark;
 	int stream;
+	bool unfollowed;
 };
 
 /**

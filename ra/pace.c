@@ -107,9 +107,9 @@ uint64_t ra_share_max(const struct ra_share *s, uint64_t ep, uint64_t req,
 
 	share = budget_pages /
 		((reads_dropped ? 2 : 4) * (readers ? readers : 1));
-	if (share < RA_SHARE_MIN_PAGES)
-		share = RA_SHARE_MIN_PAGES;
-	return share > req ? share : req;
+	if (share < req)
+		share = req;
+	return share ? share : 1;
 }
 
 /* ---------------------------------------------------------------------- */

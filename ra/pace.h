@@ -104,10 +104,13 @@ uint64_t ra_rate_max(struct ra_state *st, uint64_t index, uint64_t max,
  * table slot; the streams that share one state count as one, an undercount
  * that leaves them the windows they had; a window of a stream that neither
  * follows counts each time, ra.c decide()).  Never below a request: a
- * window smaller than the read that opens it misses again at once.
+ * window smaller than the read that opens it misses again at once.  No
+ * other floor: with more readers than the budget holds 16-page windows
+ * for, a floor of 16 pages put every reader's windows past the budget
+ * (96 rows of a column scan in 1536 pages read 2.2x the file; without it,
+ * 1.01x: docs/design.md, "The fair share").
  */
 #define RA_SHARE_EPOCH_NS (UINT64_C(1000) * 1000000)
-#define RA_SHARE_MIN_PAGES 16
 
 /* Readers with a window, mount-wide: one slot per parity of the epoch,
  * each (epoch << 32 | readers).  __atomic; all-zero is empty. */
@@ -142,7 +145,7 @@ void ra_share_count(struct ra_share *s, uint64_t *seen, uint64_t ep);
  *	take twice the share.
  * Context: Any thread, no lock.
  * Return: @budget_pages / ((@reads_dropped ? 2 : 4) x readers), at least
- *	RA_SHARE_MIN_PAGES and at least @req.
+ *	@req (and at least 1).
  */
 uint64_t ra_share_max(const struct ra_share *s, uint64_t ep, uint64_t req,
 		      uint64_t budget_pages, bool reads_dropped);

@@ -639,21 +639,20 @@ static int setup_share_no_table(void **state)
 	return setup_with(state, 48 << 20, &rc, 6 << 20);
 }
 
-/* The 24 rows of test_share_of_the_budget read by columns through one
+/* A matrix of @rows rows of @pages pages read by columns through one
  * handle, 4 pages from each row in turn, @pause_us between columns; the
- * backing reads at most 1.25x the file. */
-static void column_scan(struct fixture *fx, useconds_t pause_us)
+ * backing reads at most 1.25x the matrix.  @out: the file's stats. */
+static void column_scan(struct fixture *fx, uint64_t rows, uint64_t pages,
+			useconds_t pause_us, struct ra_file_stats *out)
 {
-	enum { ROWS = 24, PAGES = 512 };
 	struct ra_state st;
 	struct ra_file_stats fs;
 	uint64_t delivered = 0, t0 = ra_now_ns();
 
 	ra_state_init(&st);
-	for (uint64_t i = 0; i < PAGES; i += 4) {
-		for (int r = 0; r < ROWS; r++)
-			delivered +=
-				read_pages(fx, &st, (uint64_t)r * PAGES + i, 4);
+	for (uint64_t i = 0; i < pages; i += 4) {
+		for (uint64_t r = 0; r < rows; r++)
+			delivered += read_pages(fx, &st, r * pages + i, 4);
 		if (pause_us)
 			usleep(pause_us);
 	}
@@ -662,15 +661,17 @@ static void column_scan(struct fixture *fx, useconds_t pause_us)
 	ra_file_stats(fx->f, &fs);
 	fprintf(stderr,
 		"column scan: backing %llu pages for %llu delivered, waste "
-		"%llu, context windows %llu, recovered %llu, %.2f s\n",
+		"%llu, context windows %llu, recovered %llu, ahead %llu, "
+		"%.2f s\n",
 		(unsigned long long)fs.backing_bytes >> 12,
 		(unsigned long long)delivered, (unsigned long long)fs.c.waste,
 		(unsigned long long)fs.c.decisions[RA_KIND_CONTEXT],
 		(unsigned long long)fs.c.decisions[RA_KIND_ASYNC_RECOVER],
+		(unsigned long long)fs.c.decisions[RA_KIND_STREAM_AHEAD],
 		(double)(ra_now_ns() - t0) / 1e9);
-	assert_int_equal(delivered, ROWS * PAGES);
-	assert_true(fs.c.decisions[RA_KIND_CONTEXT] > 0);
+	assert_int_equal(delivered, rows * pages);
 	assert_true((fs.backing_bytes >> 12) <= delivered * 5 / 4);
+	*out = fs;
 }
 
 /*
@@ -687,7 +688,10 @@ static void column_scan(struct fixture *fx, useconds_t pause_us)
  */
 static void test_share_one_handle_column(void **state)
 {
-	column_scan(*state, 0);
+	struct ra_file_stats fs;
+
+	column_scan(*state, 24, 512, 0, &fs);
+	assert_true(fs.c.decisions[RA_KIND_CONTEXT] > 0);
 }
 
 /*
@@ -701,7 +705,37 @@ static void test_share_one_handle_column(void **state)
  */
 static void test_share_slow_column(void **state)
 {
-	column_scan(*state, 40 * 1000);
+	struct ra_file_stats fs;
+
+	column_scan(*state, 24, 512, 40 * 1000, &fs);
+	assert_true(fs.c.decisions[RA_KIND_ASYNC_RECOVER] > 0);
+}
+
+/*
+ * Rows shorter than a window, each row its stream in the table.  192 rows
+ * of 64 pages: a followed stream takes the next rows' misses past its
+ * window as its own overtaken requests (STREAM_AHEAD), a window of its
+ * size each time, counted as its one slot, and reads the matrix in file
+ * order, 4 rows a window, long before the columns reach them: 1.89x the
+ * file.  Each such window counted as a reader of its own: 1.07x.  96 rows
+ * of 128 pages, each row followed by a slot and counted: a share of 4
+ * pages, raised to the 16-page floor there was, put 96 rows' windows at
+ * twice the budget: 2.18x; with no floor but the request, 1.01x.
+ */
+static void test_share_rows_of_64(void **state)
+{
+	struct ra_file_stats fs;
+
+	column_scan(*state, 192, 64, 0, &fs);
+	assert_true(fs.c.decisions[RA_KIND_STREAM_AHEAD] > 0);
+}
+
+static void test_share_rows_of_128(void **state)
+{
+	struct ra_file_stats fs;
+
+	column_scan(*state, 96, 128, 0, &fs);
+	assert_true(fs.c.decisions[RA_KIND_STREAM_ASYNC] > 0);
 }
 
 /* A reader that reads fast, then slowly (a paced stream behind the
@@ -984,6 +1018,10 @@ int main(void)
 						setup_share_no_table, teardown),
 		cmocka_unit_test_setup_teardown(test_share_slow_column,
 						setup_share_no_table, teardown),
+		cmocka_unit_test_setup_teardown(test_share_rows_of_64,
+						setup_share, teardown),
+		cmocka_unit_test_setup_teardown(test_share_rows_of_128,
+						setup_share, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_falls_at_once,
 						setup_rate, teardown),
 		cmocka_unit_test_setup_teardown(test_auto_floor, setup_floor,

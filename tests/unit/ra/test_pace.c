@@ -153,9 +153,11 @@ static void test_share_max(void **state)
 	}
 	assert_int_equal(ra_share_max(&s, 3, 1, 4096, false), 128);
 	assert_int_equal(ra_share_max(&s, 3, 1, 4096, true), 256);
-	/* Never below the floor, never below the request. */
-	assert_int_equal(ra_share_max(&s, 3, 1, 256, false),
-			 RA_SHARE_MIN_PAGES);
+	/* Below 16 pages when the readers need it, never below the
+	 * request, never 0. */
+	assert_int_equal(ra_share_max(&s, 3, 1, 256, false), 8);
+	assert_int_equal(ra_share_max(&s, 3, 2, 32, false), 2);
+	assert_int_equal(ra_share_max(&s, 3, 0, 16, false), 1);
 	assert_int_equal(ra_share_max(&s, 3, 300, 4096, false), 300);
 }
 

@@ -476,6 +476,56 @@ static void test_server_pool_late_marks(void **state)
 }
 
 /*
+ * Rows shorter than a window, read by columns, 4 pages at a time: 192 rows
+ * of 64 pages, max 256.  In the second column, row 0's stream pushes a
+ * window past its row; row 1's read lands past it, and the stream takes it
+ * for its own overtaken request (rule 4).  From then on each row's first
+ * miss lands just past the stream's window, and the stream pushes on in
+ * file order, a 64-page window at a time.  Each such next window of an
+ * overtaken stream is flagged unfollowed: the fair share counts it as a
+ * reader of its own (ra.c).  Like every other window, it is held to the cap
+ * in force.  With max lowered to 16 (a share) in the middle of that column,
+ * no window after that is larger than 16, and the chain ends: the next row
+ * lies more than 16 pages past the stream's end, and that row's read is read
+ * exactly.  Before, the overtaken stream kept its size whatever the cap.
+ */
+static void test_overtaken_windows_capped(void **state)
+{
+	enum { ROWS = 192, PAGES = 64, REQ = 4 };
+	struct sim s;
+	struct handle h;
+	uint64_t flagged = 0;
+	size_t capped = 0;
+
+	sim_init(&s, false, ROWS * PAGES, 256, RA_CONTEXT_CONSERVATIVE, true);
+	handle_init(&h);
+	for (uint64_t i = 0; i < PAGES; i += REQ)
+		for (uint64_t r = 0; r < ROWS; r++) {
+			if (i == REQ && r == 10) {
+				/* the chain of overtaken windows has begun */
+				capped = s.ndec;
+				s.p.max = 16;
+			}
+			sim_read(&s, &h, r * PAGES + i, REQ);
+		}
+	for (size_t i = 0; i < s.ndec; i++) {
+		const struct ra_decision *d = &s.dec[i].d;
+
+		flagged += d->kind == RA_KIND_STREAM_AHEAD && d->unfollowed;
+		if (i >= capped && d->size > 16)
+			fail_msg(
+				"decision %zu at page %llu: a %llu-page window "
+				"(kind %d) under max 16",
+				i, (unsigned long long)s.dec[i].at,
+				(unsigned long long)d->size, d->kind);
+	}
+	fprintf(stderr, "overtaken windows flagged: %llu\n",
+		(unsigned long long)flagged);
+	assert_true(flagged > 0);
+	sim_free(&s);
+}
+
+/*
  * A stream larger than the cache (seed: docs/design.md's "420 -> 60 MB/s"
  * report; the 2004 thrashers seed).  A model cache of 300 pages (FIFO,
  * prefetched-unused pages evicted count as waste, a later miss on one is a
@@ -645,6 +695,7 @@ int main(void)
 		cmocka_unit_test(test_server_pool_late_marks),
 		cmocka_unit_test(test_lone_window_claims_no_random_reads),
 		cmocka_unit_test(test_dense_random_reads_stay_random),
+		cmocka_unit_test(test_overtaken_windows_capped),
 		cmocka_unit_test(test_thrash_shrinks_and_regrows),
 		cmocka_unit_test(test_table_slots_and_ageing),
 		cmocka_unit_test(test_cap_feedback),
