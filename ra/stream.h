@@ -61,8 +61,9 @@
  *        of its marks is reached (an async decision on S, or any window
  *        recorded into S but another STREAM_AHEAD).  Past an overtaken
  *        window S does not grow: a request within S.size of S.end pushes
- *        the next window of the same size (STREAM_AHEAD), one further
- *        out reads only itself (STREAM_BEHIND's exact read).  A pool's
+ *        the next window of the same size, within the cap (STREAM_AHEAD;
+ *        a reader of the share of its own), one further out reads only
+ *        itself (STREAM_BEHIND's exact read).  A pool's
  *        late requests reach the pushed window's mark and S grows again;
  *        random reads that only happen to land ahead of a followed stream
  *        do not, and each costs at most a window of S's present size
