@@ -502,6 +502,8 @@ else
 		"read|none|column scan, 512 rows × 4 KiB|column --streams 512"
 		"warm|none|column scan, 512 rows × 4 KiB, a daemon that ran before|column --streams 512"
 		"read|512|column scan, 512 rows × 4 KiB, 512 MiB cgroup|column --streams 512"
+		"read|1024|column scan, 2048 rows × 4 KiB, 1 GiB cgroup|column --streams 2048"
+		"read|2048|column scan, 2048 rows × 4 KiB, 2 GiB cgroup|column --streams 2048"
 		"rand|none|random 8 KiB ×$nrand|random --bs 8K --count $nrand"
 		"rand|none|random 2 KiB ×$nrand|random --bs 2K --count $nrand"
 		"rand|none|random 8 KiB ×$nrand, 1 + 4 thrashers|random --bs 8K --count $nrand --threads 5"
@@ -885,7 +887,7 @@ hdr() {
 	if [ "$mode" != cores ]; then
 		echo "- device profiles: ${plist[*]}; fast = the loop device as it is; iops = blkio.throttle.read_iops_device $iops on $majmin. Every daemon, server and reader of a cell runs in the cell's blkio cgroup (on the fast profile with a limit of 10^8 I/Os a second, never reached, so that blk-throttle counts the cgroup's I/Os); the tables print that count (blkio.throttle.io_serviced) beside the device's own (/sys/block/$loopname/stat)"
 		echo "- warm rows (fast profile only): the cell's mount first runs the same workload on another file ($limit), then the caches are dropped; the measured file is cold, the daemon's own memory is in place"
-		echo "- memory profiles: none, 256 MiB and 64 MiB cgroups (memory.limit_in_bytes) for the big-file and slow-stream rows, 512 MiB for a column scan (rows of the read size ÷ 512: shorter than a window); daemon, server and reader in the cgroup"
+		echo "- memory profiles: none, 256 MiB and 64 MiB cgroups (memory.limit_in_bytes) for the big-file and slow-stream rows, 512 MiB for a column scan of 512 rows (rows of the read size ÷ 512: shorter than a window), 1 and 2 GiB for one of 2048 rows; daemon, server and reader in the cgroup"
 		echo "- vm: $dirty_now(pinned for the run). Writes the kernel's flusher submits are not charged to a cgroup v1 blkio cgroup, so the write rows run on the fast profile only and their device counts are the device's own"
 	fi
 	if [ -n "$cpu_kind" ]; then
