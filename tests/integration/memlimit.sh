@@ -6,7 +6,8 @@
 # limit, then 64 slow streams (4 KiB reads at 512 KiB/s each) of it, are
 # read correctly to the last byte with no OOM kill in the cgroup
 # (memory.oom_control: oom_kill 0).  The cgroup's peak usage
-# (memory.max_usage_in_bytes) is printed.
+# (memory.max_usage_in_bytes) is printed.  In a 3 GiB cgroup the mount's
+# read_ahead_kb is the limit / 8192.
 #
 # AFS_MEMLIMIT_CACHE=SIZE mounts with -o cache_size=SIZE instead of the
 # default (3G shows the OOM kill of a budget that ignores the cgroup).
@@ -73,6 +74,32 @@ run_in_cgroup()
 	[ "$rc" -eq 0 ] || afs_fail "$mib MiB $mode: the run failed ($rc)"
 }
 
+# The kernel's readahead on the mount follows the limit (docs/tuning.md,
+# afs_mount_readahead()): its 8192nd, at least 128 KiB, at most 512 KiB.  A
+# 3 GiB cgroup gives 384 KiB, which is neither the kernel's own default for
+# FUSE (128) nor the daemon's value without a limit (512).
+check_mount_readahead()
+{
+	local cg rc=0
+	cg=$CG_HOME/afs-memlimit.$$.ra
+	mkdir "$cg"
+	cgs+=("$cg")
+	echo 3G >"$cg/memory.limit_in_bytes"
+	(
+		echo "$BASHPID" >"$cg/cgroup.procs"
+		mkdir -p "$AFS_WORK/mnt.ra"
+		AFS_MNT=$AFS_WORK/mnt.ra
+		afs_mount
+		stat "$AFS_MNT/big" >/dev/null # the daemon's first request
+		dev=$(findmnt -no MAJ:MIN "$AFS_MNT" | tr -d " ")
+		kb=$(cat "/sys/class/bdi/$dev/read_ahead_kb")
+		echo "3 GiB: the mount's read_ahead_kb $kb"
+		[ "$kb" = 384 ] || afs_fail "read_ahead_kb $kb in a 3 GiB cgroup, not 384"
+		afs_umount
+	) || rc=$?
+	[ "$rc" -eq 0 ] || afs_fail "the mount's readahead: the run failed ($rc)"
+}
+
 cleanup_cgroups()
 {
 	local cg
@@ -89,6 +116,7 @@ if [ -n "${AFS_SANITIZE:-}" ]; then
 		"the build without sanitizers"
 	sizes=256
 fi
+check_mount_readahead
 for mib in $sizes; do
 	for mode in kernel direct; do
 		run_in_cgroup "$mib" "$mode"
