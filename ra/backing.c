@@ -156,7 +156,8 @@ bool ra_backing_none_resident(const struct ra_backing *b, uint64_t off,
 	return hit;
 }
 
-int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len)
+/* The probe of ra_backing_resident_fd(), without its quiet rule. */
+static int resident_fd(struct ra_backing *b, uint64_t off, size_t len)
 {
 	uint64_t pages;
 	int64_t res;
@@ -179,26 +180,70 @@ int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len)
 	return b->cached_fd >= 0 ? b->cached_fd : b->fd;
 }
 
+/* Whether the file changed (a write, a truncate: its ctime moved, or its
+ * size) between the two fstat(2)s.  After a query the kernel stamps the
+ * next change with a finer ctime than the one queried (multigrain
+ * timestamps, Linux 6.13), so two changes apart are seen apart. */
+static bool changed_between(const struct stat *a, const struct stat *b)
+{
+	return a->st_ctim.tv_sec != b->st_ctim.tv_sec ||
+	       a->st_ctim.tv_nsec != b->st_ctim.tv_nsec ||
+	       a->st_size != b->st_size;
+}
+
+int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len)
+{
+	struct timespec now;
+	struct stat st;
+
+	if (!b->probe || !len || ra_backing_cut_lately(b))
+		return -EAGAIN;
+	/* Quiet for RA_SPLICE_QUIET_S: the bytes are copied when the reply
+	 * is, and a cut meanwhile could not be taken back. */
+	if (fstat(b->fd, &st) || clock_gettime(CLOCK_REALTIME, &now) ||
+	    now.tv_sec - st.st_ctim.tv_sec < RA_SPLICE_QUIET_S) {
+		none_resident.b = NULL;
+		return -EBUSY;
+	}
+	return resident_fd(b, off, len);
+}
+
 ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
 				 size_t len)
 {
 	size_t done = 0;
-	int fd = ra_backing_resident_fd(b, off, len);
+	struct stat st0, st1;
+	int fd = resident_fd(b, off, len);
 
 	if (fd < 0)
 		return fd;
+	if (fstat(fd, &st0))
+		return -EAGAIN;
 	while (done < len) {
 		struct iovec iov = {(char *)buf + done, len - done};
 		ssize_t n =
 			ra_backing_preadv(b, fd, &iov, 1, (off_t)(off + done));
 
-		if (n < 0)
-			return done ? (ssize_t)done : n;
-		if (n == 0)
-			break; /* the EOF */
+		if (n < 0 && !done)
+			return n;
+		if (n <= 0)
+			break; /* the EOF, or an error after some data */
 		done += (size_t)n;
 	}
-	return done ? cut_check(b, fd, (off_t)off, (ssize_t)done) : 0;
+	if (!done)
+		return 0;
+	/* Changed while it was read: a truncate then may have zeroed pages
+	 * the read copied, and a write since may have put the size back
+	 * (cut_check() would not see it).  The disk descriptor reads it
+	 * again: O_DIRECT is a snapshot. */
+	if (fstat(fd, &st1))
+		return -EAGAIN;
+	if (changed_between(&st0, &st1)) {
+		if ((uint64_t)st1.st_size < off + done)
+			ra_backing_cut(b); /* left shorter: as cut_check() */
+		return -EAGAIN;
+	}
+	return (ssize_t)done;
 }
 
 ssize_t ra_backing_read_whole(struct ra_backing *b, char *abuf, uint64_t off,

@@ -181,11 +181,16 @@ int ra_backing_read(struct ra_backing *b, struct cache_page **pages, size_t nr,
  * (POSIX_FADV_RANDOM: no readahead of the backing's; nothing dropped, the
  * pages are someone else's).  A page evicted between the two is read from
  * the disk by that read.  Nothing is counted here: the caller counts.
+ * The file's ctime and size are taken before and after the read: when the
+ * file changed meanwhile the read is refused (-EAGAIN), since a truncate
+ * may have zeroed pages while they were copied and a write since may have
+ * put the size back; the caller reads the disk descriptor instead (and a
+ * file left shorter than the read is marked cut, ra_backing_cut()).
  *
  * Context: Any thread; sleeps only if a page was evicted meanwhile.
  * Return: the bytes read (short only at the EOF), -EAGAIN when a page is
- * not resident or there is no probe (no cachestat(2), a test hook), or the
- * read's -errno.
+ * not resident, the file changed while it was read, or there is no probe
+ * (no cachestat(2), a test hook), or the read's -errno.
  */
 ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
 				 size_t len);
@@ -194,9 +199,15 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
  * ra_backing_resident_fd() - The descriptor ra_backing_read_resident() would
  * read [@off, @off + @len) from, when the backing's page cache holds every
  * page of it: for a caller that hands the pages on without reading them
- * itself (splice).  The same probe; nothing is read.
+ * itself (splice).  The same probe; nothing is read.  Only for a file
+ * that has not changed for RA_SPLICE_QUIET_S (its ctime): a spliced page is
+ * copied when the reply is, after any check could be made, so a truncate
+ * that zeroes it meanwhile could not be taken back; a file written lately
+ * is read with ra_backing_read_resident(), which sees such a change.
  * Context: Any thread; the descriptor is valid while @b lives.
- * Return: the descriptor, or -EAGAIN as ra_backing_read_resident().
+ * Return: the descriptor; -EBUSY when the file changed less than
+ * RA_SPLICE_QUIET_S ago (its pages may still be read with
+ * ra_backing_read_resident()); or -EAGAIN as ra_backing_read_resident().
  */
 int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len);
 

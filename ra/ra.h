@@ -447,7 +447,8 @@ void ra_file_served_around(struct ra_file *f, struct ra_state *st,
  * (ra_file_served_around()).
  * Context: Any thread; see ra_backing_read_resident() (backing.h).
  * Return: the bytes read (short only at the EOF), -EAGAIN when not every
- * page is resident or residency cannot be probed, or the read's -errno.
+ * page is resident, the file changed while it was read, or residency
+ * cannot be probed (ra_backing_read_resident()), or the read's -errno.
  */
 ssize_t ra_file_read_resident(struct ra_file *f, void *buf, uint64_t off,
 			      size_t len);
@@ -470,12 +471,20 @@ ssize_t ra_file_read_whole(struct ra_file *f, char *abuf, uint64_t off,
  */
 ssize_t ra_file_read_random(struct ra_file *f, char *abuf, uint64_t off,
 			    size_t len, char **data);
+/* How long a file must not have changed (its ctime) to be spliced from the
+ * backing's page cache (ra_file_resident_fd(), ra_backing_resident_fd()):
+ * a spliced page is copied when the reply is, too late to see a truncate
+ * that zeroed it.  In whole seconds of the ctime, so at least one. */
+#define RA_SPLICE_QUIET_S 2
+
 /**
  * ra_file_resident_fd() - The backing descriptor that reads [@off, @off +
  * @len) from the backing's page cache, when it holds every page of it: for a
  * caller that splices the pages into its reply instead of copying them
  * (ra_backing_resident_fd(), backing.h).  Valid while @f lives.
- * Return: the descriptor, or -EAGAIN as ra_file_read_resident().
+ * Return: the descriptor; -EBUSY when the file changed too lately to be
+ * spliced (ra_file_read_resident() may still read it); or -EAGAIN as
+ * ra_file_read_resident().
  */
 int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len);
 

@@ -104,7 +104,9 @@ static void note_resident(struct afs_data *a, const struct afs_read *r,
  * The slots become history (what the reply gives the kernel) and the read
  * is noted, so a stream that runs on into data the page cache lacks gets
  * its windows (the handle's state, or the context rule for a reader
- * without one).
+ * without one).  A file changed in the last RA_SPLICE_QUIET_S is copied,
+ * not spliced: the copy is checked against a change while it was made
+ * (ra_file_read_resident()), a splice could not be.
  * Return: 1 when not every page is resident (go on), 0 after replying, or
  * the backing's -errno.
  */
@@ -121,6 +123,8 @@ static int read_resident(struct afs_data *a, const struct afs_read *r,
 	if (r->reply_fd && len >= r->fd_min && len <= r->fd_max) {
 		int fd = ra_file_resident_fd(raf, off, len);
 
+		if (fd == -EBUSY)
+			goto copied; /* changed lately: read and checked */
 		if (fd < 0)
 			return 1;
 		note_resident(a, r, raf, ra, off, len, true);
@@ -128,6 +132,7 @@ static int read_resident(struct afs_data *a, const struct afs_read *r,
 		r->reply_fd(r->ctx, fd, off, len);
 		return 0;
 	}
+copied:
 	buf = afs_thread_buf(len);
 	if (!buf)
 		return 1;

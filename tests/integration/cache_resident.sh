@@ -11,7 +11,8 @@
 #      reads straight from the backing's page cache (resident_reads, no page
 #      inserted into aheadfs's cache, the file's pages all history after),
 #      most of them spliced into the reply (resident_spliced: the kernel's
-#      readahead asks for 128 KiB and more);
+#      readahead asks for 128 KiB and more; the file has not changed for
+#      2 s, RA_SPLICE_QUIET_S);
 #      direct mode reads them into its cache from there
 #      (backing.cached_reads, cached_bytes of at least the file);
 #   2. the same file after drop_caches and a remount: the device reads at
@@ -39,6 +40,7 @@ for mode in kernel direct; do
 	cp "$AFS_WORK/data" "$f" # buffered: in the page cache now
 	sync # written back, still cached
 	ac_pin "$f"
+	sleep 2 # quiet: a file changed in the last 2 s is copied, not spliced
 	afs_mount -o read_mode=$mode
 	s0=$(sectors_read)
 	cmp "$AFS_MNT/f.$mode" "$AFS_WORK/data" || afs_fail "$mode: wrong bytes (hot)"
@@ -94,6 +96,7 @@ head -c $((5 * 1048576 + 1000)) /dev/urandom >"$AFS_WORK/odd"
 cp "$AFS_WORK/odd" "$AFS_SRC/odd"
 sync
 ac_pin "$AFS_SRC/odd"
+sleep 2 # quiet, as above
 afs_mount
 cmp "$AFS_MNT/odd" "$AFS_WORK/odd" || afs_fail "odd-sized resident file: wrong bytes"
 s=$(ac_stats "$AFS_MNT/odd")

@@ -588,7 +588,10 @@ static int spliced_read(struct fixture *fx, struct ra_state *st, uint64_t off,
 /* With a spliced reply on offer, a resident read of a length the adapter
  * takes goes to it (the descriptor and the range, nothing read here);
  * shorter and longer ones are read into the thread's buffer as before.
- * Both count as resident reads, only the first as spliced. */
+ * Both count as resident reads, only the first as spliced.  The file must
+ * have been quiet for RA_SPLICE_QUIET_S: once it changes (a write of the
+ * bytes it holds moves its ctime), a length the adapter takes is copied
+ * instead, and checked (ra_backing_read_resident()). */
 static void test_resident_read_spliced(void **state)
 {
 	struct fixture *fx = *state;
@@ -611,6 +614,7 @@ static void test_resident_read_spliced(void **state)
 	ra_state_init(&st);
 	assert_int_equal(pread(fx->dp.fd, buf, sizeof(buf), 0),
 			 (ssize_t)sizeof(buf));
+	sleep(RA_SPLICE_QUIET_S); /* the fixture has just written the file */
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct reply r = {0};
 
@@ -627,6 +631,22 @@ static void test_resident_read_spliced(void **state)
 		assert_int_equal(fx->dp.fc->resident_reads, i + 1);
 		assert_int_equal(fx->dp.fc->resident_spliced, spliced);
 		assert_int_equal(fx->dp.a->resident_spliced, spliced);
+	}
+	/* Changed lately: copied, not spliced. */
+	{
+		struct reply r = {0};
+
+		assert_int_equal(
+			pwrite(fx->dp.fd, buf + 400 * PAGE, PAGE, 400 * PAGE),
+			(ssize_t)PAGE);
+		assert_int_equal(
+			spliced_read(fx, &st, 256 * PAGE, 16 * PAGE, &r), 0);
+		assert_int_equal(r.bytes, 16 * PAGE);
+		assert_false(r.bad);
+		assert_int_equal(r.fd_calls, 0);
+		assert_int_equal(r.calls, 1);
+		assert_int_equal(fx->dp.fc->resident_reads, 5);
+		assert_int_equal(fx->dp.fc->resident_spliced, spliced);
 	}
 	/* Not resident: no splice offered to the adapter, the cache reads. */
 	{
