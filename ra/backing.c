@@ -180,11 +180,7 @@ static int resident_fd(struct ra_backing *b, uint64_t off, size_t len)
 	return b->cached_fd >= 0 ? b->cached_fd : b->fd;
 }
 
-/* Whether the file changed (a write, a truncate: its ctime moved, or its
- * size) between the two fstat(2)s.  After a query the kernel stamps the
- * next change with a finer ctime than the one queried (multigrain
- * timestamps, Linux 6.13), so two changes apart are seen apart. */
-static bool changed_between(const struct stat *a, const struct stat *b)
+bool ra_backing_changed(const struct stat *a, const struct stat *b)
 {
 	return a->st_ctim.tv_sec != b->st_ctim.tv_sec ||
 	       a->st_ctim.tv_nsec != b->st_ctim.tv_nsec ||
@@ -238,7 +234,7 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
 	 * again: O_DIRECT is a snapshot. */
 	if (fstat(fd, &st1))
 		return -EAGAIN;
-	if (changed_between(&st0, &st1)) {
+	if (ra_backing_changed(&st0, &st1)) {
 		if ((uint64_t)st1.st_size < off + done)
 			ra_backing_cut(b); /* left shorter: as cut_check() */
 		return -EAGAIN;

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -69,6 +70,18 @@ ssize_t ra_backing_preadv(struct ra_backing *b, int fd, const struct iovec *iov,
  * (ra_backing_cut()): read it from the disk descriptor only, never from the
  * page cache.  Context: Any thread. */
 bool ra_backing_cut_lately(const struct ra_backing *b);
+
+/**
+ * ra_backing_changed() - Whether the file changed between two fstat(2)s
+ * @a and @b: its ctime or its size moved (a write, a truncate).  A read from
+ * the backing's page cache between them is kept only when it did not: a
+ * truncate meanwhile may have zeroed pages it copied, and a write since
+ * may have put the size back.  After a query the kernel stamps the next
+ * change with a finer ctime than the one queried (multigrain timestamps,
+ * Linux 6.13), so two changes apart are seen apart.
+ * Context: Pure.
+ */
+bool ra_backing_changed(const struct stat *a, const struct stat *b);
 
 /**
  * ra_backing_resident_pages() - Pages of [@off, @off + @len) the backing's

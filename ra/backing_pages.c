@@ -71,10 +71,14 @@ struct piece {
 
 /* Where a piece is read from: the O_DIRECT fd, or a buffered one; drop:
  * POSIX_FADV_DONTNEED what was read (buffered mode: pages this read brought
- * into the page cache are not kept twice). */
+ * into the page cache are not kept twice); since: the file's fstat(2)
+ * before a read from the backing's page cache, which no page is completed
+ * from if the file changed since (ra_backing_changed(): the disk
+ * descriptor reads those pages again), or NULL. */
 struct source {
 	int fd;
 	bool buffered, drop;
+	const struct stat *since;
 };
 
 /*
@@ -203,6 +207,32 @@ static int read_one(struct ra_backing *b, const struct source *src,
  * Read pages [0, @n) of one piece (consecutive indexes) from @src and
  * complete them.  Return: 0, or the first -errno a page was completed with.
  */
+/* The disk descriptor as a source: O_DIRECT, or buffered (dropping what it
+ * brought in) in buffered mode. */
+static struct source disk_source(const struct ra_backing *b)
+{
+	bool buffered = b->mode == RA_BACKING_IO_BUFFERED;
+
+	return (struct source){b->fd, buffered, buffered, NULL};
+}
+
+/* A read of @r bytes at @off from the backing's page cache just returned:
+ * whether the file changed since @src->since (then a file left shorter
+ * than the read is marked cut, as cut_check() would). */
+static bool changed_since(struct ra_backing *b, const struct source *src,
+			  off_t off, ssize_t r)
+{
+	struct stat st;
+
+	if (fstat(src->fd, &st))
+		return true;
+	if (!ra_backing_changed(src->since, &st))
+		return false;
+	if (st.st_size < off + r)
+		ra_backing_cut(b);
+	return true;
+}
+
 static int read_piece_from(struct ra_backing *b, const struct source *src,
 			   struct cache_page **pages, size_t n)
 {
@@ -225,6 +255,14 @@ static int read_piece_from(struct ra_backing *b, const struct source *src,
 			preadv_pages(b, src, iov + done, (int)(n - done), off);
 		size_t full, tail;
 
+		/* From the page cache: nothing of it is kept if the read
+		 * failed or the file changed meanwhile. */
+		if (src->since && (r < 0 || changed_since(b, src, off, r))) {
+			const struct source disk = disk_source(b);
+
+			return read_piece_from(b, &disk, pages + done,
+					       n - done);
+		}
 		if (r < 0) {
 			/* Narrow the failure down to the pages it covers. */
 			CTR_ADD(b, errors, 1);
@@ -280,8 +318,7 @@ static int read_piece_from(struct ra_backing *b, const struct source *src,
  */
 static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 {
-	struct source disk = {b->fd, b->mode == RA_BACKING_IO_BUFFERED,
-			      b->mode == RA_BACKING_IO_BUFFERED};
+	struct source disk = disk_source(b);
 	uint64_t off = page_off(pindex(b, pages[0]));
 	int64_t res = 0;
 
@@ -292,9 +329,12 @@ static int read_piece(struct ra_backing *b, struct cache_page **pages, size_t n)
 		res = ra_backing_resident_pages(b->fd, (off_t)off,
 						n << RA_IO_PAGE_SHIFT);
 	if (res > 0 && (size_t)res >= n) {
+		struct stat since;
 		struct source mem = {b->cached_fd >= 0 ? b->cached_fd : b->fd,
-				     true, false};
+				     true, false, &since};
 
+		if (fstat(mem.fd, &since))
+			return read_piece_from(b, &disk, pages, n);
 		CTR_ADD(b, cached_reads, 1);
 		CTR_ADD(b, cached_bytes, n << RA_IO_PAGE_SHIFT);
 		return read_piece_from(b, &mem, pages, n);
