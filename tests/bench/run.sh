@@ -74,7 +74,8 @@
 #             workload, target, run, status, MBps, bytes, dev_ios, dev_bytes,
 #             cgroup_ios, daemon_hwm_kb, cgroup_peak_bytes, p50_us, p99_us,
 #             extra, cpu_s (the machine's), cell_cpu_s, wall_s,
-#             cpu_s_per_gib, cell_seconds.
+#             cpu_s_per_gib, daemon_cpu_s (the FUSE daemon's own
+#             share of cell_cpu_s; - for the backing), cell_seconds.
 # Environment: AHEADFS (the daemon), AHEADFS_BASE (the aheadfs-base target's
 # daemon), READ_PATTERNS and NFS_READ (the workload
 # programs); default to build/release, and the two programs are compiled from
@@ -570,6 +571,12 @@ dev_stat() { # rd_ios rd_sect wr_ios wr_sect; zeros without a loop device (tmpfs
 # irq and softirq of every CPU (not idle, iowait or steal).
 cpu_ticks() { awk '$1 == "cpu" {printf "%.0f\n", $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 clk_tck=$(getconf CLK_TCK)
+# The daemon's own CPU time so far, clock ticks (utime + stime: every thread,
+# the ended ones too); nothing without a daemon.
+daemon_ticks() {
+	[ -n "$daemon" ] && [ -r "/proc/$daemon/stat" ] || return 0
+	sed 's/.*) //' "/proc/$daemon/stat" | awk '{print $12 + $13}'
+}
 cg_ios() { # reads and writes the cell's cgroup counted for the loop device
 	[ -n "$cg_blk" ] || { echo "- -"; return; }
 	awk -v d="$majmin" '$1 == d && $2 == "Read" {r = $3} $1 == d && $2 == "Write" {w = $3}
@@ -653,8 +660,8 @@ start_ganesha() { # EXPORT_DIR LOG
 
 # run_cell PROFILE TARGET ROW: sets cell_result to "status|MB/s|bytes|dev_ios|
 # dev_bytes|cg_ios|hwm_kb|cg_peak|p50|p99|extra|machine_cpu_s|cell_cpu_s|
-# wall_s|cpu_s_per_gib" and keeps what a dead daemon logged.
-cell_fail() { cell_result="$1||||||${2:-}|${3:-}|||||||"; } # STATUS [HWM PEAK]
+# wall_s|cpu_s_per_gib|daemon_cpu_s" and keeps what a dead daemon logged.
+cell_fail() { cell_result="$1||||||${2:-}|${3:-}||||||||"; } # STATUS [HWM PEAK]
 run_cell() {
 	local profile=$1 t=$2 row=$3 kind memlim name wargs
 	IFS='|' read -r kind memlim name wargs <<<"$row"
@@ -772,8 +779,8 @@ run_cell() {
 	if [ "$status" = ok ] && { [ "$kind" = hot ] || [ "$kind" = crand ]; }; then
 		(cg_exec "$READ_PATTERNS" seq "$file" --bs 1M --limit "$limit") >/dev/null 2>>"$log" || true
 	fi
-	local d0 d1 c0 c1 k0 u0 u1 cpu p0 p1 t0 t1
-	d0=$(dev_stat) c0=$(cg_ios) k0=$(oom_kills) u0=$(cpu_ticks) p0=$(cell_cpu_ns)
+	local d0 d1 c0 c1 k0 u0 u1 cpu p0 p1 t0 t1 q0 q1
+	d0=$(dev_stat) c0=$(cg_ios) k0=$(oom_kills) u0=$(cpu_ticks) p0=$(cell_cpu_ns) q0=$(daemon_ticks)
 	t0=${EPOCHREALTIME/,/.}
 	local rc=0 retried=
 	if [ "$status" = ok ]; then
@@ -786,13 +793,13 @@ run_cell() {
 			sleep 1
 			retried="retried once (the first OPEN failed) "
 			rc=0
-			d0=$(dev_stat) c0=$(cg_ios) u0=$(cpu_ticks) p0=$(cell_cpu_ns)
+			d0=$(dev_stat) c0=$(cg_ios) u0=$(cpu_ticks) p0=$(cell_cpu_ns) q0=$(daemon_ticks)
 			t0=${EPOCHREALTIME/,/.}
 			line=$( (cg_exec timeout -k 5 "$tmo" "${prog[@]}" "$pattern" "$file" "${rest[@]}") 2>>"$log") || rc=$?
 		fi
 	fi
 	t1=${EPOCHREALTIME/,/.}
-	p1=$(cell_cpu_ns) d1=$(dev_stat) c1=$(cg_ios) u1=$(cpu_ticks)
+	p1=$(cell_cpu_ns) d1=$(dev_stat) c1=$(cg_ios) u1=$(cpu_ticks) q1=$(daemon_ticks)
 	local hwm=- peak=-
 	if [ -n "$daemon" ] && [ -r "/proc/$daemon/status" ]; then
 		hwm=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$daemon/status")
@@ -869,7 +876,11 @@ run_cell() {
 	fi
 	[ "$got" -gt 0 ] && cpg=$(awk -v c="$pcpu" -v g="$got" 'BEGIN {printf "%.4f", c / (g / 1073741824)}')
 	pcpu=$(awk -v c="$pcpu" 'BEGIN {printf "%.4f", c}')
-	cell_result="ok|$mbs|$got|$dios|$dbytes|$cgio|$hwm|$peak|$p50|$p99|${extra% }|$cpu|$pcpu|$wall|$cpg"
+	# The daemon's share, from its own clock ticks just before and after
+	# the workload (idle outside the reader's clock): - for the backing.
+	local dcpu=-
+	[ -n "$q0" ] && [ -n "$q1" ] && dcpu=$(awk -v a="$q0" -v b="$q1" -v hz="$clk_tck" 'BEGIN {printf "%.2f", (b - a) / hz}')
+	cell_result="ok|$mbs|$got|$dios|$dbytes|$cgio|$hwm|$peak|$p50|$p99|${extra% }|$cpu|$pcpu|$wall|$cpg|$dcpu"
 }
 
 # --- the run ----------------------------------------------------------------
@@ -902,7 +913,7 @@ hdr() {
 hdr >&2
 
 csv=$out.csv
-echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra,cpu_s,cell_cpu_s,wall_s,cpu_s_per_gib,cell_seconds" >"$csv"
+echo "profile,workload,target,run,status,MBps,bytes,dev_ios,dev_bytes,cgroup_ios,daemon_hwm_kb,cgroup_peak_bytes,p50_us,p99_us,extra,cpu_s,cell_cpu_s,wall_s,cpu_s_per_gib,daemon_cpu_s,cell_seconds" >"$csv"
 declare -A res
 nt=${#tlist[@]}
 # Rows run on the fast profile only: the writes (see the vm line of the
@@ -1043,7 +1054,7 @@ report_cores() {
 			[ "${b%%|*}" = ok ] && bc=$(cut -d'|' -f15 <<<"$b")
 			for t in "${tlist[@]}"; do
 				m=${med[tmpfs,$name,$t]}
-				IFS='|' read -r st mbs got _ _ _ _ _ _ _ _ cpu pcpu wall cpg <<<"$m"
+				IFS='|' read -r st mbs got _ _ _ _ _ _ _ _ cpu pcpu wall cpg _ <<<"$m"
 				if [ "$st" != ok ]; then
 					printf ' %s |' "$st"
 					continue
@@ -1059,21 +1070,27 @@ report_cores() {
 		done
 	done
 	echo
-	echo "Per cell (the median run): bytes delivered, the cell's CPU-seconds, the readers' wall time, the daemon's VmHWM, the machine's busy CPU-seconds (every core, for comparison)."
+	echo "Per cell (the median run): bytes delivered, the cell's CPU-seconds, the readers' wall time, CPU-seconds per GiB and that split between the daemon (its own clock ticks, 1/$clk_tck s each) and the readers (the rest: their system calls, the kernel's page cache and FUSE work on their side), the daemon's VmHWM, the machine's busy CPU-seconds (every core, for comparison)."
 	echo
-	echo "| workload | target | GB/s | GiB delivered | cell CPU s | wall s | cores busy | CPU s/GiB | daemon RSS MiB | machine CPU s |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| workload | target | GB/s | GiB delivered | cell CPU s | wall s | cores busy | CPU s/GiB | daemon s/GiB | readers s/GiB | daemon RSS MiB | machine CPU s |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	local dcpu dg rg
 	for row in "${rows[@]}"; do
 		IFS='|' read -r _ _ name _ <<<"$row"
 		for t in "${tlist[@]}"; do
 			m=${med[tmpfs,$name,$t]}
-			IFS='|' read -r st mbs got _ _ _ hwm _ _ _ _ cpu pcpu wall cpg <<<"$m"
+			IFS='|' read -r st mbs got _ _ _ hwm _ _ _ _ cpu pcpu wall cpg dcpu <<<"$m"
 			if [ "$st" != ok ]; then
-				echo "| $name | $t | $st | | | | | | $(mib "$hwm" 1024) | |"
+				echo "| $name | $t | $st | | | | | | | | $(mib "$hwm" 1024) | |"
 				continue
 			fi
 			busy=$(awk -v c="$pcpu" -v w="$wall" 'BEGIN {if (w > 0) printf "%.1f", c / w; else printf "-"}')
-			echo "| $name | $t | $(awk -v v="$mbs" 'BEGIN {printf "%.2f", v / 1000}') | $(awk -v g="$got" 'BEGIN {printf "%.2f", g / 1073741824}') | $pcpu | $wall | $busy | $(fmt_cpg "$cpg") | $(mib "$hwm" 1024) | $cpu |"
+			dg=- rg=$(fmt_cpg "$cpg")
+			if [[ $dcpu =~ ^[0-9.]+$ ]] && [ "$got" -gt 0 ]; then
+				dg=$(fmt_cpg "$(awk -v c="$dcpu" -v g="$got" 'BEGIN {printf "%.4f", c / (g / 1073741824)}')")
+				rg=$(fmt_cpg "$(awk -v c="$pcpu" -v d="$dcpu" -v g="$got" 'BEGIN {r = c - d; if (r < 0) r = 0; printf "%.4f", r / (g / 1073741824)}')")
+			fi
+			echo "| $name | $t | $(awk -v v="$mbs" 'BEGIN {printf "%.2f", v / 1000}') | $(awk -v g="$got" 'BEGIN {printf "%.2f", g / 1073741824}') | $pcpu | $wall | $busy | $(fmt_cpg "$cpg") | $dg | $rg | $(mib "$hwm" 1024) | $cpu |"
 		done
 	done
 }
@@ -1108,7 +1125,7 @@ report_cores() {
 			fast_only "$kind" && [ "$profile" != fast ] && continue
 			for t in "${tlist[@]}"; do
 				m=${med[$profile,$name,$t]}
-				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra cpu pcpu _ cpg <<<"$m"
+				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra cpu pcpu _ cpg _ <<<"$m"
 				if [ "$st" != ok ]; then
 					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | | | | |"
 					continue
