@@ -108,6 +108,11 @@ static uint64_t prev_index(const struct ra_state *st)
 	return __atomic_load_n(&st->prev_index, __ATOMIC_RELAXED);
 }
 
+bool ra_state_sequential(const struct ra_state *st, uint64_t index)
+{
+	return index == 0 || index - prev_index(st) <= 1;
+}
+
 static void state_set(struct ra_state *st, const struct ra_decision *d)
 {
 	st->start = d->start;
@@ -137,7 +142,7 @@ static void sync_rules(struct ra_state *st, const struct ra_params *p,
 {
 	uint64_t hole, contig, size;
 
-	if (index == 0 || req > max || index - prev_index(st) <= 1) {
+	if (req > max || ra_state_sequential(st, index)) {
 		initial_window(p, d,
 			       index == 0  ? RA_KIND_INITIAL
 			       : req > max ? RA_KIND_OVERSIZE

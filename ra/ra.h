@@ -428,6 +428,14 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 void ra_note_read(struct ra_state *st, uint64_t index, uint64_t nr);
 
 /**
+ * ra_state_sequential() - Whether a read at page @index goes on from @st's
+ * last read (the page after it, or the same page again) or starts the
+ * file: the test of docs/design.md's sync rule 1, as the decisions make it.
+ * Context: Any thread; reads prev_index (one atomic load).
+ */
+bool ra_state_sequential(const struct ra_state *st, uint64_t index);
+
+/**
  * ra_file_served_around() - A read of [@index, @index + @nr) was served
  * around the cache, from the backing's page cache, and the kernel was
  * given the pages: the slots become history (cache_note_given(), so the

@@ -93,14 +93,19 @@ static void note_resident(struct afs_data *a, const struct afs_read *r,
 }
 
 /*
- * A kernel-mode miss on [@off, @end) whose every page the backing's page
- * cache holds (data another process just wrote or read): read it from
- * there straight into the reply, as a plain passthrough does -- no cache
- * pages, no window; a length @r->reply_fd takes is spliced, not read.
- * aheadfs's copy would be dropped to history at the
- * reply anyway (the kernel keeps its own), so staging it would cost page
- * allocation, a tree insertion and the workers' pass over the bytes for
- * nothing, and there is nothing to read ahead of data already in memory.
+ * A miss on [@off, @end) whose every page the backing's page cache holds
+ * (data another process just wrote or read): read it from there straight
+ * into the reply, as a plain passthrough does -- no cache pages, no
+ * window; a length @r->reply_fd takes is spliced, not read.  In kernel
+ * mode aheadfs's copy would be dropped to history at the reply anyway (the
+ * kernel keeps its own), so staging it would cost page allocation, a tree
+ * insertion and the workers' pass over the bytes for nothing, and there is
+ * nothing to read ahead of data already in memory.  In direct mode the
+ * same holds for a stream (a read that goes on from its handle's last
+ * one): staged, its pages would be held twice (the backing's page cache
+ * and aheadfs's) and copied twice; a read out of sequence still goes
+ * through the cache, where the next read of the same pages is a hit with
+ * no probe (docs/design.md, "What the backing's page cache holds").
  * The slots become history (what the reply gives the kernel) and the read
  * is noted, so a stream that runs on into data the page cache lacks gets
  * its windows (the handle's state, or the context rule for a reader
@@ -468,9 +473,11 @@ int afs_data_read(struct afs_data *a, const struct afs_read *r, uint64_t off,
 		}
 		/* A page under I/O is someone's window: wait for it.  An
 		 * absent one is this reader's miss: served from the backing's
-		 * page cache when it holds the whole read (kernel mode), else
+		 * page cache when it holds the whole read (kernel mode; direct
+		 * mode, a read that goes on from its handle's last one), else
 		 * readahead decides. */
-		if (!locked && !r->keep_data) {
+		if (!locked &&
+		    (!r->keep_data || ra_state_sequential(ra, first))) {
 			rc = read_resident(a, r, raf, ra, off, end);
 			if (rc <= 0)
 				return rc;

@@ -500,11 +500,21 @@ static int resident(int fd, uint64_t off, uint64_t len)
 	return cs[0] >= (len + PAGE - 1) / PAGE;
 }
 
+/* The whole file read into the backing's page cache, as by another process,
+ * into @buf (NPAGES pages), and checked resident there. */
+static void read_in(struct fixture *fx, char *buf)
+{
+	assert_int_equal(pread(fx->dp.fd, buf, NPAGES * PAGE, 0),
+			 (ssize_t)(NPAGES * PAGE));
+	assert_int_equal(resident(fx->dp.fd, 0, NPAGES * PAGE), 1);
+}
+
 /* Kernel mode, a file the backing's page cache holds (just read by another
  * process): served from there, one copy and no cache page; the slots become
- * history.  The same file with its data kept (direct mode), or once out of
- * the page cache, goes through the cache; a stream that ran over resident
- * data and goes on into data the page cache lacks gets a window at once. */
+ * history.  The same file read out of sequence with its data kept (direct
+ * mode), or once out of the page cache, goes through the cache; a stream
+ * that ran over resident data and goes on into data the page cache lacks
+ * gets a window at once. */
 static void test_resident_read_around_cache(void **state)
 {
 	struct fixture *fx = *state;
@@ -517,9 +527,7 @@ static void test_resident_read_around_cache(void **state)
 	if (resident(fx->dp.fd, 0, PAGE) < 0)
 		skip();
 	ra_state_init(&st);
-	assert_int_equal(pread(fx->dp.fd, buf, sizeof(buf), 0),
-			 (ssize_t)sizeof(buf));
-	assert_int_equal(resident(fx->dp.fd, 0, sizeof(buf)), 1);
+	read_in(fx, buf);
 
 	assert_int_equal(do_read(fx, &st, 0, 16 * PAGE, false, &kernel), 0);
 	assert_int_equal(kernel.calls, 1);
@@ -549,10 +557,10 @@ static void test_resident_read_around_cache(void **state)
 	assert_int_equal(rs.c.decisions[RA_KIND_RANDOM], 0);
 	assert_true(rs.backing_reads >= 1);
 
-	/* Direct mode keeps the data: through the cache, resident or not. */
-	assert_int_equal(pread(fx->dp.fd, buf, sizeof(buf), 0),
-			 (ssize_t)sizeof(buf));
-	assert_int_equal(resident(fx->dp.fd, 0, sizeof(buf)), 1);
+	/* Direct mode, a read out of sequence (the handle's first, not at
+	 * page 0): through the cache, resident or not, so that reading it
+	 * again is a hit. */
+	read_in(fx, buf);
 	ra_state_init(&other);
 	assert_int_equal(do_read(fx, &other, 256 * PAGE, 4 * PAGE, true, &keep),
 			 0);
@@ -564,6 +572,57 @@ static void test_resident_read_around_cache(void **state)
 	assert_int_equal(fx->dp.fc->resident_reads, 1);
 	rcu_read_lock();
 	assert_non_null(cache_lookup_rcu(fx->dp.fc->map, 256));
+	rcu_read_unlock();
+	ra_state_destroy(&st);
+}
+
+/* Direct mode, a stream over resident data: each read that goes on from
+ * the handle's last one (from page 0) is served from the backing's page
+ * cache, no cache page (it would hold the data twice); a read out of
+ * sequence on the same handle goes through the cache and stays there. */
+static void test_resident_direct_stream(void **state)
+{
+	struct fixture *fx = *state;
+	struct reply r[4] = {0};
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+	struct ra_state st;
+	static char buf[NPAGES * PAGE];
+
+	if (resident(fx->dp.fd, 0, PAGE) < 0)
+		skip();
+	ra_state_init(&st);
+	read_in(fx, buf);
+
+	for (unsigned int i = 0; i < 3; i++) {
+		assert_int_equal(
+			do_read(fx, &st, i * 16 * PAGE, 16 * PAGE, true, &r[i]),
+			0);
+		assert_int_equal(r[i].bytes, 16 * PAGE);
+		assert_false(r[i].bad);
+		assert_int_equal(fx->dp.fc->resident_reads, i + 1);
+	}
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(ms.inserted, 0);
+	assert_int_equal(ms.history_pages, 48);
+	assert_int_equal(rs.c.windows, 0);
+	assert_int_equal(rs.backing_reads, 0);
+
+	/* Out of sequence: the cache reads it (from the backing's page
+	 * cache), and keeps it. */
+	assert_int_equal(do_read(fx, &st, 300 * PAGE, 2 * PAGE, true, &r[3]),
+			 0);
+	assert_int_equal(r[3].bytes, 2 * PAGE);
+	assert_false(r[3].bad);
+	settle(fx);
+	file_stats(fx, &rs, &ms);
+	assert_int_equal(fx->dp.fc->resident_reads, 3);
+	assert_true(ms.inserted >= 2);
+	assert_true(rs.cached_reads >= 1);
+	rcu_read_lock();
+	assert_non_null(cache_lookup_rcu(fx->dp.fc->map, 300));
+	assert_null(cache_lookup_rcu(fx->dp.fc->map, 0));
+	assert_true(cache_history_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
 	ra_state_destroy(&st);
 }
@@ -615,8 +674,7 @@ static void test_resident_read_spliced(void **state)
 	/* Quiet: the fixture has just written the file.  Then read, so that
 	 * the page cache holds all of it now. */
 	sleep(RA_SPLICE_QUIET_S);
-	assert_int_equal(pread(fx->dp.fd, buf, sizeof(buf), 0),
-			 (ssize_t)sizeof(buf));
+	read_in(fx, buf);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct reply r = {0};
 
@@ -1190,6 +1248,7 @@ int main(void)
 		T(test_random_miss_around_cache),
 		T(test_resident_read_around_cache),
 		T(test_resident_read_spliced),
+		T(test_resident_direct_stream),
 		T(test_cancelled_wait),
 		T(test_mark_in_flight_acted_on_first),
 		T(test_backing_error),
