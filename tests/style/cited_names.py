@@ -27,7 +27,7 @@ OUTSIDE = set("""
     cds_list_for_each_entry rcu_dereference
     filemap_get_pages fuse_dev_do_read fuse_request_end lockdep_assert_held
     fuse_read_update_size generic_file_read_iter
-    radix_tree_prev_hole membarrier
+    radix_tree_prev_hole membarrier filemap_add_folio page_cache_ra_unbounded
 """.split())
 
 C_DIRS = ("cache", "ra", "fs", "tests")
