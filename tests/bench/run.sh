@@ -68,7 +68,8 @@
 #             Tables: per profile, MB/s with the ratio to the backing;
 #             CPU-seconds per GiB delivered with the ratio to the backing's;
 #             per cell the device's and the cgroup's I/O counts, memory, the
-#             machine's busy CPU, the cell's CPU and CPU per GiB.  --cores: per
+#             machine's busy CPU, the cell's CPU and CPU per GiB, the
+#             daemon's share of it per GiB.  --cores: per
 #             workload, readers × targets, each cell "GB/s · CPU s/GiB (×
 #             the backing's) · cores busy".  RESULTS.csv columns: profile,
 #             workload, target, run, status, MBps, bytes, dev_ios, dev_bytes,
@@ -988,6 +989,15 @@ fmt_cpg() { # CPU s per GiB
 		echo -
 	fi
 }
+# SECONDS GOT [MINUS]: (SECONDS - MINUS) CPU-seconds per GiB of GOT bytes,
+# formatted (at least 0); - where SECONDS is not a number (no daemon).
+per_gib() {
+	if [[ $1 =~ ^[0-9.]+$ ]] && [[ ${3:-0} =~ ^[0-9.]+$ ]] && [ "$2" -gt 0 ]; then
+		fmt_cpg "$(awk -v c="$1" -v d="${3:-0}" -v g="$2" 'BEGIN {r = c - d; if (r < 0) r = 0; printf "%.4f", r / (g / 1073741824)}')"
+	else
+		echo -
+	fi
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "-"}'; }
 
 table_head() { # FIRST ALIGN: a markdown table's head, FIRST then the targets
@@ -1070,7 +1080,7 @@ report_cores() {
 		done
 	done
 	echo
-	echo "Per cell (the median run): bytes delivered, the cell's CPU-seconds, the readers' wall time, CPU-seconds per GiB and that split between the daemon (its own clock ticks, 1/$clk_tck s each) and the readers (the rest: their system calls, the kernel's page cache and FUSE work on their side), the daemon's VmHWM, the machine's busy CPU-seconds (every core, for comparison)."
+	echo "Per cell (the median run): bytes delivered, the cell's CPU-seconds, the readers' wall time, CPU-seconds per GiB and that split between the daemon (its own clock ticks, 1/$clk_tck s each: coarse in a cell of under a second) and the readers (the rest: their system calls, the kernel's page cache and FUSE work on their side), the daemon's VmHWM, the machine's busy CPU-seconds (every core, for comparison)."
 	echo
 	echo "| workload | target | GB/s | GiB delivered | cell CPU s | wall s | cores busy | CPU s/GiB | daemon s/GiB | readers s/GiB | daemon RSS MiB | machine CPU s |"
 	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -1085,11 +1095,8 @@ report_cores() {
 				continue
 			fi
 			busy=$(awk -v c="$pcpu" -v w="$wall" 'BEGIN {if (w > 0) printf "%.1f", c / w; else printf "-"}')
-			dg=- rg=$(fmt_cpg "$cpg")
-			if [[ $dcpu =~ ^[0-9.]+$ ]] && [ "$got" -gt 0 ]; then
-				dg=$(fmt_cpg "$(awk -v c="$dcpu" -v g="$got" 'BEGIN {printf "%.4f", c / (g / 1073741824)}')")
-				rg=$(fmt_cpg "$(awk -v c="$pcpu" -v d="$dcpu" -v g="$got" 'BEGIN {r = c - d; if (r < 0) r = 0; printf "%.4f", r / (g / 1073741824)}')")
-			fi
+			dg=$(per_gib "$dcpu" "$got") rg=$(fmt_cpg "$cpg")
+			[ "$dg" != - ] && rg=$(per_gib "$pcpu" "$got" "$dcpu")
 			echo "| $name | $t | $(awk -v v="$mbs" 'BEGIN {printf "%.2f", v / 1000}') | $(awk -v g="$got" 'BEGIN {printf "%.2f", g / 1073741824}') | $pcpu | $wall | $busy | $(fmt_cpg "$cpg") | $dg | $rg | $(mib "$hwm" 1024) | $cpu |"
 		done
 	done
@@ -1115,19 +1122,19 @@ report_cores() {
 		echo
 		ratio_table "$profile" 15 fmt_cpg
 		echo
-		echo "Per cell (the median run): device I/Os and bytes (reads; writes for the write rows) from /sys/block/$loopname/stat, the cell cgroup's blkio.throttle.io_serviced count for the device, average device I/O, read amplification (device bytes ÷ bytes delivered), latency per request, the daemon's VmHWM, the cgroup's memory.max_usage_in_bytes, the machine's busy CPU-seconds during the workload (all cores: user, system, interrupts; not idle or iowait), the cell's own CPU-seconds and those per GiB delivered."
+		echo "Per cell (the median run): device I/Os and bytes (reads; writes for the write rows) from /sys/block/$loopname/stat, the cell cgroup's blkio.throttle.io_serviced count for the device, average device I/O, read amplification (device bytes ÷ bytes delivered), latency per request, the daemon's VmHWM, the cgroup's memory.max_usage_in_bytes, the machine's busy CPU-seconds during the workload (all cores: user, system, interrupts; not idle or iowait), the cell's own CPU-seconds and those per GiB delivered, and of those the FUSE daemon's own (its clock ticks, 1/$clk_tck s each, from just before the workload to just after it: coarse in a cell of under a second, where it can even exceed the cell's own count)."
 		echo
 		n_cmp=0 n_eq=0 cmp_diff=()
-		echo "| workload | target | MB/s | device I/Os | cgroup I/Os | device MiB | avg I/O KiB | dev ÷ delivered | p50 / p99 µs | daemon RSS MiB | cgroup peak MiB | machine CPU s | cell CPU s | CPU s/GiB | notes |"
-		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+		echo "| workload | target | MB/s | device I/Os | cgroup I/Os | device MiB | avg I/O KiB | dev ÷ delivered | p50 / p99 µs | daemon RSS MiB | cgroup peak MiB | machine CPU s | cell CPU s | CPU s/GiB | daemon s/GiB | notes |"
+		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 		for row in "${rows[@]}"; do
 			IFS='|' read -r kind _ name _ <<<"$row"
 			fast_only "$kind" && [ "$profile" != fast ] && continue
 			for t in "${tlist[@]}"; do
 				m=${med[$profile,$name,$t]}
-				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra cpu pcpu _ cpg _ <<<"$m"
+				IFS='|' read -r st mbs got dios dbytes cgio hwm peak p50 p99 extra cpu pcpu _ cpg dcpu <<<"$m"
 				if [ "$st" != ok ]; then
-					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | | | | |"
+					echo "| $name | $t | $st | | | | | | | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | | | | | |"
 					continue
 				fi
 				avg=- amp=-
@@ -1135,7 +1142,7 @@ report_cores() {
 				[ "$got" -gt 0 ] && amp=$(awk -v b="$dbytes" -v g="$got" 'BEGIN {printf "%.2f", b / g}')
 				lat=-
 				[ "$p50" != - ] && lat="$p50 / $p99"
-				echo "| $name | $t | $(fmt_mb "$mbs") | $dios | $cgio | $(mib "$dbytes" 1048576) | $avg | $amp | $lat | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | ${cpu:--} | ${pcpu:--} | $(fmt_cpg "$cpg") | $extra |"
+				echo "| $name | $t | $(fmt_mb "$mbs") | $dios | $cgio | $(mib "$dbytes" 1048576) | $avg | $amp | $lat | $(mib "$hwm" 1024) | $(mib "$peak" 1048576) | ${cpu:--} | ${pcpu:--} | $(fmt_cpg "$cpg") | $(per_gib "$dcpu" "$got") | $extra |"
 				if [ "$kind" != write ] && [[ $cgio =~ ^[0-9]+$ ]]; then
 					n_cmp=$((n_cmp + 1))
 					if [ "$cgio" = "$dios" ]; then
