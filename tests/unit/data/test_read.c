@@ -46,16 +46,9 @@ static uint8_t pattern(uint64_t off)
 	return (uint8_t)((off >> 12) * 11 + (off & 4095) * 3 + 7);
 }
 
-/* Out of the kernel's page cache, as a file on disk that no one read
- * lately: a kernel-mode read whose pages the backing's page cache holds is
- * served from there (read.c), around the cache these tests look at. */
-static void drop_page_cache(struct fixture *fx)
-{
-	assert_int_equal(fdatasync(fx->dp.fd), 0);
-	assert_int_equal(posix_fadvise(fx->dp.fd, 0, 0, POSIX_FADV_DONTNEED),
-			 0);
-}
-
+/* The file's bytes, then out of the kernel's page cache, as a file on disk
+ * that no one read lately: a read whose pages the backing's page cache holds
+ * may be served from there (read.c), around the cache these tests look at. */
 static void write_file(struct fixture *fx, uint64_t size)
 {
 	uint8_t buf[PAGE];
@@ -70,7 +63,7 @@ static void write_file(struct fixture *fx, uint64_t size)
 				 (ssize_t)n);
 	}
 	assert_int_equal(fstat(fx->dp.fd, &fx->dp.st), 0);
-	drop_page_cache(fx);
+	data_path_uncache(&fx->dp);
 }
 
 static int setup_budget(void **state, uint64_t budget, uint64_t size)
@@ -544,7 +537,7 @@ static void test_resident_read_around_cache(void **state)
 
 	/* Out of the page cache: the stream goes on through the cache, its
 	 * next read a sequential miss (a window), not a random one. */
-	drop_page_cache(fx);
+	data_path_uncache(&fx->dp);
 	assert_int_equal(resident(fx->dp.fd, 16 * PAGE, 16 * PAGE), 0);
 	assert_int_equal(do_read(fx, &st, 16 * PAGE, 16 * PAGE, false, &cold),
 			 0);
@@ -712,7 +705,7 @@ static void test_resident_read_spliced(void **state)
 	{
 		struct reply r = {0};
 
-		drop_page_cache(fx);
+		data_path_uncache(&fx->dp);
 		assert_int_equal(
 			spliced_read(fx, &st, 300 * PAGE, 8 * PAGE, &r), 0);
 		assert_int_equal(r.bytes, 8 * PAGE);
