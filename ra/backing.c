@@ -1,7 +1,7 @@
 /* backing.c - the backing object (ra_backing_open(): its descriptors, the
  * O_DIRECT probe, counters) and the reads that go around the cache: what the
  * backing's page cache holds (ra_backing_resident_fd(),
- * ra_backing_read_resident()) and a read whole from the disk descriptor
+ * ra_backing_read_resident(); a whole file, ra_whole_resident()) and a read whole from the disk descriptor
  * (ra_backing_read_whole()).  The reads into LOCKED cache pages, pieces and
  * windows, are backing_pages.c's; the two share struct ra_backing and the
  * helpers of backing_internal.h.
@@ -25,7 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,6 +132,26 @@ int64_t ra_backing_resident_pages(int fd, off_t off, size_t len)
 		return res;
 	again = cachestat_pages(fd, off, len);
 	return again > res ? again : res;
+}
+
+bool ra_whole_resident(int fd, uint64_t size)
+{
+	struct statfs sf;
+
+	if (!fstatfs(fd, &sf) &&
+	    (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
+		return true;
+	for (uint64_t off = 0; off < size; off += RA_RESIDENT_PIECE) {
+		size_t len = size - off < RA_RESIDENT_PIECE
+				     ? (size_t)(size - off)
+				     : (size_t)RA_RESIDENT_PIECE;
+		int64_t held = ra_backing_resident_pages(fd, (off_t)off, len);
+
+		if (held < 0 || (uint64_t)held < (len + RA_IO_PAGE_SIZE - 1) /
+							 RA_IO_PAGE_SIZE)
+			return false;
+	}
+	return true;
 }
 
 uint64_t ra_backing_eofs(const struct ra_backing *b)

@@ -271,6 +271,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 			.setid_writer = (fi->flags & O_ACCMODE) != O_RDONLY &&
 					(st.st_mode & (S_ISUID | S_ISGID)) &&
 					afs_kill_privs_possible(req),
+			.size = (uint64_t)st.st_size,
 		};
 		afs_pt_open(&fs->pt, inode, fd, &rq, &pt);
 		direct_io = pt.io == AFS_IO_DIRECT ||

@@ -67,6 +67,9 @@ extern const char *const afs_wronly_io_names[];
  * "passthrough"). */
 enum afs_passthrough {
 	AFS_PASSTHROUGH_WRITES, /* writable opens (default) */
+	/* writable opens, and read-only ones of a file the backing's page
+	 * cache holds whole (ra_whole_resident()) */
+	AFS_PASSTHROUGH_RESIDENT,
 	AFS_PASSTHROUGH_ALL, /* every open */
 	AFS_PASSTHROUGH_OFF, /* none */
 };

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "ra/ra.h"
 
 const char *const afs_pt_state_names[] = {
 	[AFS_PT_OFF] = "off",
@@ -56,7 +57,10 @@ enum afs_pt_io afs_pt_decide(enum afs_passthrough policy, bool mount_on,
 			       : AFS_IO_PASSTHROUGH;
 	asks = !(rq->flags & O_DIRECT) &&
 	       (policy == AFS_PASSTHROUGH_ALL ||
-		(policy == AFS_PASSTHROUGH_WRITES && writable));
+		((policy == AFS_PASSTHROUGH_WRITES ||
+		  policy == AFS_PASSTHROUGH_RESIDENT) &&
+		 writable) ||
+		(policy == AFS_PASSTHROUGH_RESIDENT && rq->resident));
 	if (!asks)
 		return as_before;
 	if (!mount_on)
@@ -116,6 +120,7 @@ void afs_pt_stats(const struct afs_pt *pt, struct afs_xattr_passthrough *out)
 	out->c.opens = afs_count_read(&c->opens);
 	out->c.opens_cached = afs_count_read(&c->opens_cached);
 	out->c.opens_direct = afs_count_read(&c->opens_direct);
+	out->c.opens_resident = afs_count_read(&c->opens_resident);
 	out->c.fallback_mount = afs_count_read(&c->fallback_mount);
 	out->c.fallback_inode = afs_count_read(&c->fallback_inode);
 	out->c.fallback_file = afs_count_read(&c->fallback_file);
@@ -181,7 +186,10 @@ void afs_pt_init_reply(struct afs_pt *pt, void *arg, size_t len,
 			"passthrough=%s: the kernel's FUSE passthrough serves "
 			"%s opens' reads and writes",
 			policy_name(pt),
-			pt->policy == AFS_PASSTHROUGH_ALL ? "all" : "writable");
+			pt->policy == AFS_PASSTHROUGH_ALL ? "all"
+			: pt->policy == AFS_PASSTHROUGH_RESIDENT
+				? "writable and wholly resident"
+				: "writable");
 	} else {
 		set_state(pt, AFS_PT_UNSUPPORTED);
 		afs_log(LOG_INFO,
@@ -303,10 +311,23 @@ void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 	bool on = __atomic_load_n(&pt->state, __ATOMIC_ACQUIRE) == AFS_PT_ON;
 	bool writable = (rq->flags & O_ACCMODE) != O_RDONLY;
 	enum afs_pt_why why;
+	bool resident = false;
 
 	*out = (struct afs_pt_open){0};
 	pthread_mutex_lock(lock);
-	out->io = afs_pt_decide(pt->policy, on, pi, rq, &why);
+	if (pt->policy == AFS_PASSTHROUGH_RESIDENT && on && !writable &&
+	    !(rq->flags & O_DIRECT) && !pi->passthrough && !pi->ours &&
+	    !pi->refused) {
+		/* The probe only where its answer decides: a file with opens
+		 * keeps their mode. */
+		struct afs_pt_request probed = *rq;
+
+		probed.resident = ra_whole_resident(fd, rq->size);
+		out->io = afs_pt_decide(pt->policy, on, pi, &probed, &why);
+		resident = probed.resident;
+	} else {
+		out->io = afs_pt_decide(pt->policy, on, pi, rq, &why);
+	}
 	if (is_passthrough(out->io) && !pi->backing_id) {
 		int id = backing_open(pt, fd);
 
@@ -341,6 +362,8 @@ void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 		  : out->io == AFS_IO_DIRECT ? &pt->c.opens_direct
 					     : &pt->c.opens_cached,
 		  1);
+	if (resident && out->io == AFS_IO_PASSTHROUGH)
+		afs_count(&pt->c.opens_resident, 1);
 	switch (why) {
 	case AFS_PT_WHY_NONE:
 		break;

@@ -180,6 +180,11 @@ struct afs_pt_request {
 	 * kernel's passthrough writes with the daemon's credentials, which
 	 * would keep the bits the backing clears for the caller */
 	bool setid_writer;
+	uint64_t size; /* the file's size at the open */
+	/* a read-only open of a file the backing's page cache holds whole
+	 * (ra_whole_resident()): set by afs_pt_open() where policy resident
+	 * would give it passthrough, probed for no other open */
+	bool resident;
 };
 
 /* The mount's passthrough state (in struct afs_fs). */
@@ -204,8 +209,9 @@ struct afs_pt {
  * An inode with passthrough opens gives every open passthrough (the
  * kernel refuses any other), with FOPEN_DIRECT_IO for an O_DIRECT open and
  * a setid writer (their I/O then stays aheadfs's, as without passthrough).
- * Else @policy says which opens ask for it: writes: writable ones; all:
- * every one; off: none.  O_DIRECT opens never ask (the backing file would
+ * Else @policy says which opens ask for it: writes: writable ones;
+ * resident: writable ones and @rq->resident ones; all: every one; off:
+ * none.  O_DIRECT opens never ask (the backing file would
  * take the application's O_DIRECT alignment rules).  An open that asks
  * gets it unless the mount has none, the inode has an open on aheadfs's
  * path (cached or direct_io: struct afs_pt_inode's ours), the
@@ -288,7 +294,9 @@ struct afs_pt_open {
 };
 
 /**
- * afs_pt_open() - Decide an open of @inode (afs_pt_decide()), register the
+ * afs_pt_open() - Decide an open of @inode (afs_pt_decide()) -- under
+ * policy resident, a read-only open of an inode with no other open probes
+ * the backing's page cache first (@rq->resident) --, register the
  * backing file through @fd (an open fd of it) where the inode needs one,
  * and count the open in the inode's state and the stats.  A refusal
  * falls back: EPERM turns passthrough off on the mount (one log line),
@@ -296,7 +304,8 @@ struct afs_pt_open {
  * Undone by afs_pt_release().
  * Context: Serving thread, as the daemon (not the caller's ids: the kernel
  * keeps the registering thread's credentials for the backing file's
- * I/O); takes @inode's passthrough lock and may issue the ioctl under it.
+ * I/O); takes @inode's passthrough lock and may issue the ioctl and the
+ * residency probe under it.
  */
 void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 		 const struct afs_pt_request *rq, struct afs_pt_open *out);

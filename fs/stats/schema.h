@@ -228,7 +228,8 @@
 	X(writes, direct_bytes, COUNTER, "... and their bytes")                \
 	X(writes, direct_refused, COUNTER,                                     \
 	  "files whose backing refused O_DIRECT writes: buffered since")       \
-	X(passthrough, mode, TEXT, "passthrough=: writes, all or off")         \
+	X(passthrough, mode, TEXT,                                             \
+	  "passthrough=: writes, resident, all or off")                        \
 	X(passthrough, state, TEXT,                                            \
 	  "on, or why not: off, unsupported, writeback, opens_none, refused")  \
 	X(passthrough, opens, COUNTER,                                         \
@@ -237,6 +238,8 @@
 	  "opens through the kernel's page cache")                             \
 	X(passthrough, opens_direct, COUNTER,                                  \
 	  "opens whose every read and write reaches aheadfs (direct_io)")      \
+	X(passthrough, opens_resident, COUNTER,                                \
+	  "of opens, read-only ones of a file the page cache held whole")      \
 	X(passthrough, fallback_mount, COUNTER,                                \
 	  "opens that asked for passthrough on a mount without it")            \
 	X(passthrough, fallback_inode, COUNTER,                                \

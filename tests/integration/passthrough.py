@@ -3,14 +3,16 @@
 
 usage: passthrough.py MNT SRC KIND [READ_MODE]
 
-KIND says what the mount's passthrough is: "writes" or "all" (on, with that
--o passthrough=), "off" (no passthrough; OPEN replies as before), "none"
-(opens=none: no OPEN at all), "writeback" (write_mode=writeback: writers
-ask for it and fall back), "refused" (negotiated, but the kernel refuses
-the daemon's backing files: no CAP_SYS_ADMIN; writers fall back), "file"
-(on, over a backing whose files aheadfs does not register: ramfs, without
-O_DIRECT; writers fall back, counted by file).  READ_MODE is the
-mount's read_mode= (kernel or direct).
+KIND says what the mount's passthrough is: "writes", "resident" or "all"
+(on, with that -o passthrough=; every file here is one the backing's page
+cache holds whole, just written, so "resident" gives readers passthrough as
+"all" does), "off" (no passthrough; OPEN replies as before), "none"
+(opens=none: no OPEN at all), "writeback" (write_mode=writeback: writers ask
+for it and fall back), "refused" (negotiated, but the kernel refuses the
+daemon's backing files: no CAP_SYS_ADMIN; writers fall back), "file" (on,
+over a backing whose files aheadfs does not register: ramfs, without
+O_DIRECT; writers fall back, counted by file).  READ_MODE is the mount's
+read_mode= (kernel or direct).
 
 Each scenario opens files of the mount in one order, and every open must
 succeed (the kernel fails an open whose I/O mode conflicts with its inode's
@@ -27,7 +29,9 @@ import sys
 
 MNT, SRC, KIND = sys.argv[1:4]
 READ_MODE = sys.argv[4] if len(sys.argv) > 4 else "kernel"
-ON = KIND in ("writes", "all")
+ON = KIND in ("writes", "resident", "all")
+# Readers ask for passthrough: every file here is resident.
+READERS = KIND in ("resident", "all")
 PAGE = 4096
 
 
@@ -129,7 +133,7 @@ def reader_then_writer():
     os.close(r)
     if KIND == "writes":  # cached or direct_io, the reader is aheadfs's
         expect("reader then writer", b, opens=0, fallback_inode=1)
-    elif KIND == "all":
+    elif READERS:
         expect("reader then writer", b, opens=2, fallback_inode=0)
     want = bytearray(data(2, 100000))
     want[8192:13192] = new
@@ -358,7 +362,7 @@ def readers_only():
     for fd in fds:
         os.close(fd)
     if KIND != "none":
-        expect("readers", b, opens=pt(3, KIND == "all"))
+        expect("readers", b, opens=pt(3, READERS))
 
 
 def no_conflict_left():

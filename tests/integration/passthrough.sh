@@ -24,7 +24,13 @@
 #      "refused", every writer counted a fallback, no open fails;
 #   5. a setuid file written by a user through an allow_other mount keeps
 #      aheadfs's path (counted in fallback_setid): the bit is cleared, as
-#      the backing clears it for that user.
+#      the backing clears it for that user;
+#   6. passthrough=resident (also run through the open orders in 1, in
+#      both read modes): a reader of a file the backing's page cache holds
+#      whole gets passthrough (opens_resident), one of a file it does not
+#      hold (dropped) aheadfs's path, also once the file is resident again
+#      while that open is held; a passthrough reader sees a change behind
+#      the mount; on tmpfs every file is resident.
 # Skipped where the kernel offers no FUSE passthrough (before Linux 6.9).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -55,6 +61,14 @@ afs_fresh direct
 afs_mount -o read_mode=direct
 python3 "$PY" "$AFS_MNT" "$AFS_SRC" writes direct
 afs_umount
+
+for rm in kernel direct; do
+	afs_fresh "resident.$rm"
+	afs_mount -o passthrough=resident,read_mode=$rm
+	[ "$(state mode)" = resident ] || afs_fail "passthrough.mode is $(state mode), not resident"
+	python3 "$PY" "$AFS_MNT" "$AFS_SRC" resident $rm
+	afs_umount
+done
 
 afs_fresh all
 afs_mount -o passthrough=all
@@ -139,5 +153,75 @@ os.close(fd)' "$AFS_MNT/suid"
 mode=$(stat -c %a "$AFS_SRC/suid")
 [ "$mode" = 777 ] || afs_fail "a user's write through the mount left mode $mode (the backing clears setuid)"
 [ "$(state fallback_setid)" -eq 1 ] || afs_fail "the setuid file's writer was not kept on aheadfs's path"
+afs_umount
+
+# --- 6. passthrough=resident ------------------------------------------------
+# drop FILE...: the backing's page cache lets go of each file's pages
+drop() {
+	python3 -c 'import os, sys
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)' "$@"
+}
+# held FILE: pages of FILE the backing's page cache holds (mincore(2) of a
+# private mapping: the page cache's pages until written to)
+held() {
+	python3 -c 'import ctypes, mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+n = (os.fstat(fd).st_size + 4095) // 4096
+m = mmap.mmap(fd, n * 4096, access=mmap.ACCESS_COPY)
+vec = (ctypes.c_ubyte * n)()
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+at = ctypes.addressof(ctypes.c_char.from_buffer(m))
+if libc.mincore(at, n * 4096, vec):
+    sys.exit("mincore: " + os.strerror(ctypes.get_errno()))
+print(sum(b & 1 for b in vec))' "$1"
+}
+afs_fresh resident
+head -c $((8 << 20)) /dev/urandom >"$AFS_SRC/hot"
+head -c $((8 << 20)) /dev/urandom >"$AFS_SRC/cold"
+cp "$AFS_SRC/hot" "$AFS_WORK/hot.want"
+cp "$AFS_SRC/cold" "$AFS_WORK/cold.want"
+drop "$AFS_SRC/cold"
+afs_mount -o passthrough=resident
+if [ "$(held "$AFS_SRC/cold")" -ne 0 ]; then
+	echo "passthrough=resident: the backing keeps the dropped file's pages (a memory filesystem?): the cold half is not tested" >&2
+else
+	cmp "$AFS_MNT/cold" "$AFS_WORK/cold.want" || afs_fail "passthrough=resident: a cold file reads back wrong"
+	[ "$(state opens_cached)" -eq 1 ] && [ "$(state opens_resident)" -eq 0 ] ||
+		afs_fail "passthrough=resident: a file the page cache does not hold got passthrough"
+	# held open on aheadfs's path, the file read into the page cache
+	# behind it: a new reader keeps that path (the kernel takes one kind)
+	exec 7<"$AFS_MNT/cold"
+	cat "$AFS_SRC/cold" >/dev/null
+	cmp "$AFS_MNT/cold" "$AFS_WORK/cold.want" || afs_fail "passthrough=resident: a reader beside a held one reads wrong"
+	exec 7<&-
+	[ "$(state opens_resident)" -eq 0 ] || afs_fail "passthrough=resident: a reader beside a cached open got passthrough"
+fi
+n=$(state opens)
+cmp "$AFS_MNT/hot" "$AFS_WORK/hot.want" || afs_fail "passthrough=resident: a resident file reads back wrong"
+[ "$(state opens_resident)" -eq 1 ] && [ "$(state opens)" -eq $((n + 1)) ] ||
+	afs_fail "passthrough=resident: a file the page cache holds whole got no passthrough"
+# a change behind the mount, seen by a passthrough reader holding its open
+# (probed again, or joining cmp's open if its RELEASE is still on its way)
+exec 7<"$AFS_MNT/hot"
+printf 'changed behind' | dd of="$AFS_SRC/hot" bs=1 seek=4096 conv=notrunc status=none
+got=$(python3 -c 'import os; print(os.pread(7, 14, 4096).decode(errors="replace"))')
+exec 7<&-
+[ "$got" = "changed behind" ] || afs_fail "passthrough=resident: a held passthrough reader reads '$got' after a change behind the mount"
+[ "$(state opens)" -eq $((n + 2)) ] || afs_fail "passthrough=resident: the held reader was not passthrough"
+afs_umount
+
+# tmpfs holds its files whole by nature (no cachestat(2) walk)
+afs_fresh resident.tmpfs
+mount -t tmpfs tmpfs "$AFS_SRC" || afs_fail "mount -t tmpfs failed"
+afs_at_exit 'umount -l "$AFS_WORK/src.resident.tmpfs" 2>/dev/null || true'
+head -c $((4 << 20)) /dev/urandom >"$AFS_SRC/f"
+afs_mount -o passthrough=resident
+cmp "$AFS_MNT/f" "$AFS_SRC/f" || afs_fail "passthrough=resident on tmpfs: reads back wrong"
+[ "$(state opens_resident)" -eq 1 ] || afs_fail "passthrough=resident on tmpfs: the file got no passthrough"
 afs_umount
 echo "passthrough: ok"

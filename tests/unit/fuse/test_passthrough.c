@@ -4,15 +4,19 @@
  * thread's pending reply, and the bookkeeping of opens that fall back. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "passthrough.h"
+#include "ra/ra.h"
 
 /* An inode's opens, as the daemon counts them. */
 static struct afs_pt_inode inode_with(uint32_t passthrough, uint32_t ours)
@@ -151,6 +155,47 @@ static void test_decide_all_and_off(void **state)
 	assert_int_equal(decide(AFS_PASSTHROUGH_OFF, true, inode_with(0, 0),
 				O_RDWR, false, false, &why),
 			 AFS_IO_CACHED);
+}
+
+/* passthrough=resident: writers ask as with writes; a reader asks when the
+ * probe found the file whole in the backing's page cache. */
+static void test_decide_resident(void **state)
+{
+	struct afs_pt_inode none = inode_with(0, 0), cached = inode_with(0, 1);
+	struct afs_pt_request rq = {.flags = O_RDONLY, .resident = true};
+	enum afs_pt_why why;
+	(void)state;
+
+	assert_int_equal(
+		afs_pt_decide(AFS_PASSTHROUGH_RESIDENT, true, &none, &rq, &why),
+		AFS_IO_PASSTHROUGH);
+	assert_int_equal(why, AFS_PT_WHY_NONE);
+	/* the same answer under writes: readers never ask there */
+	assert_int_equal(
+		afs_pt_decide(AFS_PASSTHROUGH_WRITES, true, &none, &rq, &why),
+		AFS_IO_CACHED);
+	assert_int_equal(afs_pt_decide(AFS_PASSTHROUGH_RESIDENT, true, &cached,
+				       &rq, &why),
+			 AFS_IO_CACHED);
+	assert_int_equal(why, AFS_PT_WHY_INODE);
+	rq.flags = O_RDONLY | O_DIRECT;
+	rq.direct_io = true;
+	assert_int_equal(
+		afs_pt_decide(AFS_PASSTHROUGH_RESIDENT, true, &none, &rq, &why),
+		AFS_IO_DIRECT);
+	assert_int_equal(why, AFS_PT_WHY_NONE);
+	rq = (struct afs_pt_request){.flags = O_RDONLY};
+	assert_int_equal(
+		afs_pt_decide(AFS_PASSTHROUGH_RESIDENT, true, &none, &rq, &why),
+		AFS_IO_CACHED);
+	assert_int_equal(why, AFS_PT_WHY_NONE);
+	assert_int_equal(decide(AFS_PASSTHROUGH_RESIDENT, true,
+				inode_with(0, 0), O_WRONLY, false, false, &why),
+			 AFS_IO_PASSTHROUGH);
+	assert_int_equal(decide(AFS_PASSTHROUGH_RESIDENT, true,
+				inode_with(0, 1), O_RDWR, false, false, &why),
+			 AFS_IO_CACHED);
+	assert_int_equal(why, AFS_PT_WHY_INODE);
 }
 
 /* Where passthrough is not to be had, the open goes as before and says
@@ -366,6 +411,92 @@ static void test_open_release_fallbacks(void **state)
 	free(i);
 }
 
+/* A file of @size bytes under @dir, written: resident where @dir is a
+ * memory filesystem, and until dropped elsewhere. */
+static int scratch(const char *dir, size_t size, char *path)
+{
+	char buf[4096];
+	int fd;
+
+	snprintf(path, PATH_MAX, "%s/afs-pt-XXXXXX", dir);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	memset(buf, 'r', sizeof(buf));
+	for (size_t off = 0; off < size; off += sizeof(buf))
+		assert_int_equal(write(fd, buf, sizeof(buf)),
+				 (ssize_t)sizeof(buf));
+	assert_int_equal(fsync(fd), 0);
+	return fd;
+}
+
+/* passthrough=resident probes a reader's file where the answer decides:
+ * a resident one asks (here the kernel, no /dev/fuse, refuses it: counted
+ * in fallback_file), a dropped one stays cached with no fallback, and a
+ * reader of a file with an open on aheadfs's path is not probed. */
+static void test_open_probes_resident(void **state)
+{
+	struct afs_xattr_passthrough c = {0};
+	struct afs_inode *hot = calloc(1, sizeof(*hot));
+	struct afs_inode *cold = calloc(1, sizeof(*cold));
+	const char *t = getenv("TMPDIR");
+	char hpath[PATH_MAX], cpath[PATH_MAX];
+	int hfd = scratch("/dev/shm", 4 * 4096, hpath);
+	int cfd = scratch(t && *t ? t : "/var/tmp", 4 * 4096, cpath);
+	struct afs_pt_request rd = {.flags = O_RDONLY, .size = 4 * 4096};
+	struct afs_pt pt;
+	struct afs_pt_open o;
+	bool dropped;
+	(void)state;
+
+	assert_non_null(hot);
+	assert_non_null(cold);
+	hot->nodeid = 1;
+	cold->nodeid = 2;
+	afs_pt_init(&pt, AFS_PASSTHROUGH_RESIDENT);
+	afs_pt_attach(&pt, -1);
+	pt.state = AFS_PT_ON;
+	assert_string_equal(PT(c).mode, "resident");
+
+	afs_pt_open(&pt, hot, hfd, &rd, &o); /* tmpfs: asked, refused */
+	assert_int_equal(o.io, AFS_IO_CACHED);
+	assert_int_equal(PT(c).c.fallback_file, 1);
+	assert_true(hot->pt.refused);
+	afs_pt_release(&pt, hot, o.io, false, hfd);
+
+	assert_int_equal(posix_fadvise(cfd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	dropped = !ra_whole_resident(cfd, 4 * 4096);
+	if (!dropped)
+		goto out; /* a TMPDIR whose pages cannot be dropped */
+	afs_pt_open(&pt, cold, cfd, &rd, &o);
+	assert_int_equal(o.io, AFS_IO_CACHED);
+	assert_int_equal(PT(c).c.fallback_file, 1); /* did not ask */
+	/* resident again beside that open: not probed, not asked */
+	assert_int_equal(pread(cfd, (char[4 * 4096]){0}, 4 * 4096, 0),
+			 4 * 4096);
+	afs_pt_open(&pt, cold, cfd, &rd, &o);
+	assert_int_equal(o.io, AFS_IO_CACHED);
+	assert_int_equal(PT(c).c.fallback_file, 1);
+	assert_int_equal(PT(c).c.fallback_inode, 0);
+	assert_int_equal(PT(c).c.opens_cached, 3);
+	assert_int_equal(PT(c).c.opens_resident, 0);
+	afs_pt_release(&pt, cold, AFS_IO_CACHED, false, cfd);
+	afs_pt_release(&pt, cold, AFS_IO_CACHED, false, cfd);
+	/* alone again and resident: asked (and refused) */
+	afs_pt_open(&pt, cold, cfd, &rd, &o);
+	assert_int_equal(PT(c).c.fallback_file, 2);
+	afs_pt_release(&pt, cold, o.io, false, cfd);
+out:
+	afs_pt_destroy(&pt);
+	close(hfd);
+	close(cfd);
+	unlink(hpath);
+	unlink(cpath);
+	free(hot);
+	free(cold);
+	if (!dropped)
+		skip();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,12 +505,14 @@ int main(void)
 		cmocka_unit_test(test_decide_writer_then_reader),
 		cmocka_unit_test(test_decide_o_direct_and_setid),
 		cmocka_unit_test(test_decide_all_and_off),
+		cmocka_unit_test(test_decide_resident),
 		cmocka_unit_test(test_decide_fallbacks),
 		cmocka_unit_test(test_patch_open_and_create),
 		cmocka_unit_test(test_patch_leaves_others),
 		cmocka_unit_test(test_reply_pending),
 		cmocka_unit_test(test_init_out),
 		cmocka_unit_test(test_open_release_fallbacks),
+		cmocka_unit_test(test_open_probes_resident),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -803,6 +803,11 @@ static void test_none_resident_serves_one_read(void **state)
 	assert_int_equal(ra_backing_open(fd, &cfg, &b2), 0);
 	/* resident: the probe finds it all, and that is no "none" */
 	assert_int_equal(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	/* A file changed in the last RA_SPLICE_QUIET_S is not probed
+	 * (-EBUSY): this one was just written. */
+	for (int k = 0;
+	     k < 40 && ra_backing_resident_fd(b, 0, 8 * PG) == -EBUSY; k++)
+		usleep(100 * 1000);
 	if (ra_backing_resident_fd(b, 0, 8 * PG) < 0)
 		goto out; /* no cachestat(2): no probe at all */
 	assert_false(ra_backing_none_resident(b, 0, PG));
@@ -829,6 +834,45 @@ out:
 	close(fd);
 	unlink(path);
 	if (!done)
+		skip();
+}
+
+/* A whole file the page cache holds (passthrough=resident): every page,
+ * or nothing is said; a memory filesystem's by nature, an empty file
+ * always.  The disk file's pages are dropped and read back one by one. */
+static void test_whole_resident(void **state)
+{
+	char path[PATH_MAX], mpath[PATH_MAX], buf[PG];
+	int fd = make_file(disk_dir(), 8 * PG + 100, path);
+	int mem = make_file("/dev/shm", 3 * PG, mpath);
+	bool probed = false;
+
+	(void)state;
+	assert_true(ra_whole_resident(fd, 0));
+	assert_true(ra_whole_resident(mem, 3 * PG));
+	close(mem);
+	unlink(mpath);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	if (resident_pages(path, 9))
+		goto out; /* a TMPDIR whose pages cannot be dropped */
+	assert_false(ra_whole_resident(fd, 8 * PG + 100));
+	for (int k = 0; k < 9; k++)
+		assert_true(pread(fd, buf, PG, (off_t)k * PG) > 0);
+	if (!ra_whole_resident(fd, 8 * PG + 100))
+		goto out; /* no cachestat(2) (Linux 6.5 and later) */
+	/* the last page short of the size counts, and a page missing
+	 * anywhere says no */
+	assert_int_equal(posix_fadvise(fd, 8 * PG, PG, POSIX_FADV_DONTNEED), 0);
+	assert_true(ra_whole_resident(fd, 8 * PG));
+	assert_false(ra_whole_resident(fd, 8 * PG + 100));
+	assert_true(pread(fd, buf, PG, 8 * PG) > 0);
+	assert_int_equal(posix_fadvise(fd, 3 * PG, PG, POSIX_FADV_DONTNEED), 0);
+	assert_false(ra_whole_resident(fd, 8 * PG + 100));
+	probed = true;
+out:
+	close(fd);
+	unlink(path);
+	if (!probed)
 		skip();
 }
 
@@ -1049,6 +1093,7 @@ int main(void)
 		cmocka_unit_test(test_refused_pieces_read_inline),
 		cmocka_unit_test(test_unaligned_short_read_buffered),
 		cmocka_unit_test(test_unaligned_short_read_direct),
+		cmocka_unit_test(test_whole_resident),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
