@@ -66,10 +66,10 @@ extern const char *const afs_wronly_io_names[];
  * (names afs_passthrough_names, fs/fuse/passthrough.h, docs/tuning.md
  * "passthrough"). */
 enum afs_passthrough {
-	AFS_PASSTHROUGH_WRITES, /* writable opens (default) */
 	/* writable opens, and read-only ones of a file the backing's page
-	 * cache holds whole (ra_whole_resident()) */
+	 * cache holds whole (ra_whole_resident()) (default) */
 	AFS_PASSTHROUGH_RESIDENT,
+	AFS_PASSTHROUGH_WRITES, /* writable opens */
 	AFS_PASSTHROUGH_ALL, /* every open */
 	AFS_PASSTHROUGH_OFF, /* none */
 };

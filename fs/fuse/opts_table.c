@@ -21,8 +21,8 @@ const char *const afs_transport_names[] = {
 	NULL,
 };
 const char *const afs_passthrough_names[] = {
-	[AFS_PASSTHROUGH_WRITES] = "writes",
 	[AFS_PASSTHROUGH_RESIDENT] = "resident",
+	[AFS_PASSTHROUGH_WRITES] = "writes",
 	[AFS_PASSTHROUGH_ALL] = "all",
 	[AFS_PASSTHROUGH_OFF] = "off",
 	NULL,
@@ -117,9 +117,9 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	{"passthrough", OPT_ENUM, true, F(passthrough), 0, 0,
 	 "opens whose reads and writes the kernel sends to the backing file "
 	 "itself (FUSE passthrough, Linux 6.9 and later, a daemon with "
-	 "CAP_SYS_ADMIN): writes (writable opens), resident (writable "
-	 "opens, and read-only opens of a file the backing's page cache holds "
-	 "whole), all, or off",
+	 "CAP_SYS_ADMIN): resident (writable opens, and read-only opens of a "
+	 "file the backing's page cache holds whole), writes (writable "
+	 "opens), all, or off",
 	 0, 0, afs_passthrough_names, DAEMON(ZERO_PLAIN, NULL, NULL)},
 	{"transport", OPT_ENUM, true, F(transport), 0, 0,
 	 "how requests reach aheadfs: dev (read(2) of /dev/fuse) or uring "

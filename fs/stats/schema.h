@@ -229,7 +229,7 @@
 	X(writes, direct_refused, COUNTER,                                     \
 	  "files whose backing refused O_DIRECT writes: buffered since")       \
 	X(passthrough, mode, TEXT,                                             \
-	  "passthrough=: writes, resident, all or off")                        \
+	  "passthrough=: resident, writes, all or off")                        \
 	X(passthrough, state, TEXT,                                            \
 	  "on, or why not: off, unsupported, writeback, opens_none, refused")  \
 	X(passthrough, opens, COUNTER,                                         \

@@ -33,13 +33,18 @@
 #             READERS (per-request) or SIZE (random); default MemTotal / 8 /
 #             the most READERS, at most 512 MiB, in 16 MiB steps
 #   TARGETS   comma list (default backing,bindfs,mergerfs,aheadfs,aheadfs-direct;
-#             --cores: backing,bindfs,mergerfs,aheadfs,aheadfs-opens=none,
-#             aheadfs-direct):
+#             --cores: backing,bindfs,mergerfs,aheadfs,
+#             aheadfs-passthrough=writes,aheadfs-opens=none,
+#             aheadfs-read_mode=direct+passthrough=writes: a tmpfs holds
+#             every file whole, so the default gives every reader the
+#             kernel's passthrough, and passthrough=writes is what measures
+#             aheadfs's own path):
 #             backing         the ext4 directory itself (--cores: the tmpfs)
 #             bindfs          Debian's bindfs, a plain FUSE passthrough
 #             mergerfs        Debian's mergerfs -o cache.files=off (and
 #                             minfreespace=0: the volume is small)
-#             aheadfs         aheadfs with its defaults (read_mode=kernel)
+#             aheadfs         aheadfs with its defaults (read_mode=kernel,
+#                             passthrough=resident)
 #             aheadfs-direct  aheadfs -o read_mode=direct
 #             aheadfs-OPTS    aheadfs -o OPTS, options joined by '+'
 #                             (e.g. aheadfs-context_ra=off+ra_max=4M; with
@@ -153,7 +158,7 @@ if [ -n "$cap_opt" ]; then
 	cap=$cap_opt
 fi
 if [ "$mode" = cores ]; then
-	targets=${targets:-backing,bindfs,mergerfs,aheadfs,aheadfs-opens=none,aheadfs-direct}
+	targets=${targets:-backing,bindfs,mergerfs,aheadfs,aheadfs-passthrough=writes,aheadfs-opens=none,aheadfs-read_mode=direct+passthrough=writes}
 	profiles=tmpfs
 	if [ -z "$readers" ]; then
 		n=$(nproc) r=1

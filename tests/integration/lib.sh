@@ -15,7 +15,9 @@
 #   afs_require_root         exit 77 unless root (loop devices, users, mounts)
 #   afs_mount [ARG...]       start "$AHEADFS" -f ARG... $AFS_SRC $AFS_MNT in the
 #                            background and wait until it is mounted; fails
-#                            with the daemon's log if it exits first
+#                            with the daemon's log if it exits first.  With
+#                            -o passthrough=writes first (AFS_PASSTHROUGH,
+#                            empty: the default), see afs_mount()
 #   afs_umount               fusermount3 -u $AFS_MNT, then wait for the daemon:
 #                            its exit status must be 0 (it carries ASan/LSan)
 #   afs_wait_daemon [RC]     wait for $AFS_PID to exit (after a signal) and
@@ -211,9 +213,16 @@ afs_mount()
 		--regid="$AFS_GID" --init-groups --)
 	local daemon=$AHEADFS
 	[ -z "${AFS_DAEMON_AS_USER:-}" ] || daemon=$AFS_UBIN/aheadfs
-	local extra=()
+	local extra=() pt=()
 	[ -z "${AFS_MOUNT_OPTS:-}" ] || read -r -a extra <<<"$AFS_MOUNT_OPTS"
-	env --default-signal=INT,QUIT "${as[@]}" "$daemon" -f "$@" "${extra[@]}" \
+	# passthrough=writes unless the test names its own (a later -o wins):
+	# the files a test just wrote are resident in the backing's page
+	# cache, and the default (resident) would send their readers around
+	# aheadfs's data path, the path under test.  AFS_PASSTHROUGH= (empty):
+	# the daemon's default.
+	[ -z "${AFS_PASSTHROUGH-writes}" ] ||
+		pt=(-o "passthrough=${AFS_PASSTHROUGH-writes}")
+	env --default-signal=INT,QUIT "${as[@]}" "$daemon" -f "${pt[@]}" "$@" "${extra[@]}" \
 		"$AFS_SRC" "$AFS_MNT" >"$log" 2>&1 &
 	AFS_PID=$!
 	AFS_LOG=$log

@@ -9,8 +9,9 @@
 # one, plain readers --
 # where every open must succeed and every read return the bytes last
 # written, and checks how the stats' passthrough counters moved:
-#   1. on: passthrough=writes (the default) in both read modes, and
-#      passthrough=all; the log says so once, the state is "on";
+#   1. on: passthrough=writes (lib.sh's afs_mount gives it) in both read
+#      modes, resident in both, and all; the log says so once, the state
+#      is "on";
 #   2. a 16 MiB dd through the mount sends the daemon no WRITE with
 #      passthrough (the libfuse trace of -d), and its 16 with
 #      passthrough=off -- the bytes are right either way;
@@ -25,8 +26,8 @@
 #   5. a setuid file written by a user through an allow_other mount keeps
 #      aheadfs's path (counted in fallback_setid): the bit is cleared, as
 #      the backing clears it for that user;
-#   6. passthrough=resident (also run through the open orders in 1, in
-#      both read modes): a reader of a file the backing's page cache holds
+#   6. passthrough=resident, the daemon's default (also run through the
+#      open orders in 1): a reader of a file the backing's page cache holds
 #      whole gets passthrough (opens_resident), one of a file it does not
 #      hold (dropped) aheadfs's path, also once the file is resident again
 #      while that open is held; a passthrough reader sees a change behind
@@ -186,7 +187,8 @@ head -c $((8 << 20)) /dev/urandom >"$AFS_SRC/cold"
 cp "$AFS_SRC/hot" "$AFS_WORK/hot.want"
 cp "$AFS_SRC/cold" "$AFS_WORK/cold.want"
 drop "$AFS_SRC/cold"
-afs_mount -o passthrough=resident
+AFS_PASSTHROUGH= afs_mount # the default
+[ "$(state mode)" = resident ] || afs_fail "the default passthrough= is $(state mode), not resident"
 if [ "$(held "$AFS_SRC/cold")" -ne 0 ]; then
 	echo "passthrough=resident: the backing keeps the dropped file's pages (a memory filesystem?): the cold half is not tested" >&2
 else

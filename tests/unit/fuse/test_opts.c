@@ -342,8 +342,8 @@ static void test_passthrough_option(void **state)
 
 	check_enum_option(f, "passthrough", afs_passthrough_names,
 			  offsetof(struct afs_opts, passthrough), "reads",
-			  "expected writes, resident, all or off");
-	assert_int_equal(f->o.passthrough, AFS_PASSTHROUGH_WRITES);
+			  "expected resident, writes, all or off");
+	assert_int_equal(f->o.passthrough, AFS_PASSTHROUGH_RESIDENT);
 	assert_error(f, parse(f, "-o", "passthrough", "s", "m", NULL),
 		     "needs a value");
 }
