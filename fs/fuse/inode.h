@@ -71,6 +71,13 @@ struct afs_pt_inode {
 	int32_t backing_id; /* > 0 while passthrough opens exist, else 0 */
 	bool refused; /* the kernel refused this file's backing: never again */
 	bool wrote; /* a passthrough writer opened it (sticky) */
+	/* passthrough=resident's last probe of the file (afs_pt_open()):
+	 * whether the page cache held it whole at probed_size bytes; taken
+	 * again after probed_until (CLOCK_MONOTONIC_COARSE, ns) or at another
+	 * size */
+	bool probed_resident;
+	uint64_t probed_size;
+	int64_t probed_until;
 };
 
 struct afs_inode {

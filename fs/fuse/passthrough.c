@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -91,6 +92,7 @@ void afs_pt_init(struct afs_pt *pt, enum afs_passthrough policy)
 {
 	memset(pt, 0, sizeof(*pt));
 	pt->policy = policy;
+	pt->probe_ttl_ns = AFS_PT_PROBE_TTL_NS;
 	pt->state = AFS_PT_OFF;
 	pt->dev_fd = -1;
 	for (int k = 0; k < AFS_PT_LOCKS; k++)
@@ -303,6 +305,28 @@ static enum afs_pt_why refused(struct afs_pt *pt, struct afs_inode *inode,
 	return AFS_PT_WHY_FILE;
 }
 
+/* Whether the backing's page cache holds the first @size bytes of @fd
+ * whole: @pi's last answer for that size within pt->probe_ttl_ns, else a
+ * new probe (ra_whole_resident()), kept.  A pool that opens a large file
+ * per request pays at most one walk of it a second.
+ * Context: Under @pi's passthrough lock. */
+static bool resident_now(const struct afs_pt *pt, struct afs_pt_inode *pi,
+			 int fd, uint64_t size)
+{
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (pi->probed_until && now < pi->probed_until &&
+	    pi->probed_size == size)
+		return pi->probed_resident;
+	pi->probed_resident = ra_whole_resident(fd, size);
+	pi->probed_size = size;
+	pi->probed_until = now + pt->probe_ttl_ns;
+	return pi->probed_resident;
+}
+
 void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 		 const struct afs_pt_request *rq, struct afs_pt_open *out)
 {
@@ -322,7 +346,7 @@ void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 		 * keeps their mode. */
 		struct afs_pt_request probed = *rq;
 
-		probed.resident = ra_whole_resident(fd, rq->size);
+		probed.resident = resident_now(pt, pi, fd, rq->size);
 		out->io = afs_pt_decide(pt->policy, on, pi, &probed, &why);
 		resident = probed.resident;
 	} else {

@@ -125,6 +125,10 @@ struct afs_fuse_backing_map {
 
 /* Stripes of the per-inode lock. */
 #define AFS_PT_LOCKS 64
+/* How long passthrough=resident trusts a file's last residency probe
+ * (struct afs_pt_inode's probed_*): at most one probe a second per file,
+ * however often a pool opens it. */
+#define AFS_PT_PROBE_TTL_NS 1000000000LL
 /* Backing filesystems whose O_DIRECT answer is remembered. */
 #define AFS_PT_DEVS 16
 
@@ -190,6 +194,7 @@ struct afs_pt_request {
 /* The mount's passthrough state (in struct afs_fs). */
 struct afs_pt {
 	enum afs_passthrough policy; /* -o passthrough=, immutable */
+	int64_t probe_ttl_ns; /* AFS_PT_PROBE_TTL_NS; tests set it, before use */
 	int state; /* __atomic enum afs_pt_state */
 	int dev_fd; /* __atomic: the session's /dev/fuse; -1: none */
 	struct afs_xattr_pt_counts c; /* counters (afs_pt_stats()) */
@@ -296,7 +301,8 @@ struct afs_pt_open {
 /**
  * afs_pt_open() - Decide an open of @inode (afs_pt_decide()) -- under
  * policy resident, a read-only open of an inode with no other open probes
- * the backing's page cache first (@rq->resident) --, register the
+ * the backing's page cache first (@rq->resident), or takes the inode's
+ * last probe of the same size within pt->probe_ttl_ns --, register the
  * backing file through @fd (an open fd of it) where the inode needs one,
  * and count the open in the inode's state and the stats.  A refusal
  * falls back: EPERM turns passthrough off on the mount (one log line),

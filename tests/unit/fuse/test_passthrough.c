@@ -432,12 +432,14 @@ static int scratch(const char *dir, size_t size, char *path)
 /* passthrough=resident probes a reader's file where the answer decides:
  * a resident one asks (here the kernel, no /dev/fuse, refuses it: counted
  * in fallback_file), a dropped one stays cached with no fallback, and a
- * reader of a file with an open on aheadfs's path is not probed. */
+ * reader of a file with an open on aheadfs's path is not probed; an answer
+ * holds for pt->probe_ttl_ns at the same size. */
 static void test_open_probes_resident(void **state)
 {
 	struct afs_xattr_passthrough c = {0};
 	struct afs_inode *hot = calloc(1, sizeof(*hot));
 	struct afs_inode *cold = calloc(1, sizeof(*cold));
+	struct afs_inode *warm = calloc(1, sizeof(*warm));
 	const char *t = getenv("TMPDIR");
 	char hpath[PATH_MAX], cpath[PATH_MAX];
 	int hfd = scratch("/dev/shm", 4 * 4096, hpath);
@@ -450,11 +452,14 @@ static void test_open_probes_resident(void **state)
 
 	assert_non_null(hot);
 	assert_non_null(cold);
+	assert_non_null(warm);
 	hot->nodeid = 1;
 	cold->nodeid = 2;
+	warm->nodeid = 3;
 	afs_pt_init(&pt, AFS_PASSTHROUGH_RESIDENT);
 	afs_pt_attach(&pt, -1);
 	pt.state = AFS_PT_ON;
+	pt.probe_ttl_ns = 0; /* every open that decides probes */
 	assert_string_equal(PT(c).mode, "resident");
 
 	afs_pt_open(&pt, hot, hfd, &rd, &o); /* tmpfs: asked, refused */
@@ -485,6 +490,25 @@ static void test_open_probes_resident(void **state)
 	afs_pt_open(&pt, cold, cfd, &rd, &o);
 	assert_int_equal(PT(c).c.fallback_file, 2);
 	afs_pt_release(&pt, cold, o.io, false, cfd);
+
+	/* A probe's answer holds for the TTL at the same size: a file
+	 * resident since is not asked for until then, or until its size
+	 * moves. */
+	pt.probe_ttl_ns = 3600 * 1000000000LL;
+	assert_int_equal(posix_fadvise(cfd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	afs_pt_open(&pt, warm, cfd, &rd, &o);
+	assert_int_equal(o.io, AFS_IO_CACHED);
+	afs_pt_release(&pt, warm, o.io, false, cfd);
+	assert_int_equal(pread(cfd, (char[4 * 4096]){0}, 4 * 4096, 0),
+			 4 * 4096);
+	afs_pt_open(&pt, warm, cfd, &rd, &o);
+	assert_int_equal(o.io, AFS_IO_CACHED);
+	assert_int_equal(PT(c).c.fallback_file, 2); /* the old answer */
+	afs_pt_release(&pt, warm, o.io, false, cfd);
+	rd.size = 3 * 4096;
+	afs_pt_open(&pt, warm, cfd, &rd, &o); /* another size: probed */
+	assert_int_equal(PT(c).c.fallback_file, 3);
+	afs_pt_release(&pt, warm, o.io, false, cfd);
 out:
 	afs_pt_destroy(&pt);
 	close(hfd);
@@ -493,6 +517,7 @@ out:
 	unlink(cpath);
 	free(hot);
 	free(cold);
+	free(warm);
 	if (!dropped)
 		skip();
 }
