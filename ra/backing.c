@@ -213,17 +213,18 @@ int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len)
 {
 	struct timespec now;
 	struct stat st;
+	int fd = resident_fd(b, off, len);
 
-	if (!b->probe || !len || ra_backing_cut_lately(b))
-		return -EAGAIN;
+	/* The probe first: most misses find nothing resident, and a file
+	 * not held needs no look at its ctime (one fstat(2) a cold miss). */
+	if (fd < 0)
+		return fd;
 	/* Quiet for RA_SPLICE_QUIET_S: the bytes are copied when the reply
 	 * is, and a cut meanwhile could not be taken back. */
 	if (fstat(b->fd, &st) || clock_gettime(CLOCK_REALTIME, &now) ||
-	    now.tv_sec - st.st_ctim.tv_sec < RA_SPLICE_QUIET_S) {
-		none_resident.b = NULL;
+	    now.tv_sec - st.st_ctim.tv_sec < RA_SPLICE_QUIET_S)
 		return -EBUSY;
-	}
-	return resident_fd(b, off, len);
+	return fd;
 }
 
 ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,

@@ -205,8 +205,8 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
  * that zeroes it meanwhile could not be taken back; a file written lately
  * is read with ra_backing_read_resident(), which sees such a change.
  * Context: Any thread; the descriptor is valid while @b lives.
- * Return: the descriptor; -EBUSY when the file changed less than
- * RA_SPLICE_QUIET_S ago (its pages may still be read with
+ * Return: the descriptor; -EBUSY when every page is resident but the file
+ * changed less than RA_SPLICE_QUIET_S ago (its pages may still be read with
  * ra_backing_read_resident()); or -EAGAIN as ra_backing_read_resident().
  */
 int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len);

@@ -490,9 +490,9 @@ ssize_t ra_file_read_random(struct ra_file *f, char *abuf, uint64_t off,
  * @len) from the backing's page cache, when it holds every page of it: for a
  * caller that splices the pages into its reply instead of copying them
  * (ra_backing_resident_fd(), backing.h).  Valid while @f lives.
- * Return: the descriptor; -EBUSY when the file changed too lately to be
- * spliced (ra_file_read_resident() may still read it); or -EAGAIN as
- * ra_file_read_resident().
+ * Return: the descriptor; -EBUSY when every page is resident but the file
+ * changed too lately to be spliced (ra_file_read_resident() may still read
+ * it); or -EAGAIN as ra_file_read_resident().
  */
 int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len);
 
