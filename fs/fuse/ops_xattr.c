@@ -95,6 +95,7 @@ static int xattr_ours(fuse_req_t req, struct afs_inode *i, enum xattr_op op,
 		if (rc)
 			return rc;
 		t.fc = fc;
+		t.passthrough_opens = afs_pt_opens(&fs->pt, i);
 	}
 	switch (op) {
 	case X_GET:

@@ -406,6 +406,17 @@ void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 	}
 }
 
+uint32_t afs_pt_opens(struct afs_pt *pt, const struct afs_inode *inode)
+{
+	pthread_mutex_t *lock = inode_lock(pt, inode);
+	uint32_t n;
+
+	pthread_mutex_lock(lock);
+	n = inode->pt.passthrough;
+	pthread_mutex_unlock(lock);
+	return n;
+}
+
 void afs_pt_release(struct afs_pt *pt, struct afs_inode *inode,
 		    enum afs_pt_io io, bool writable, int fd)
 {

@@ -329,6 +329,14 @@ void afs_pt_release(struct afs_pt *pt, struct afs_inode *inode,
 		    enum afs_pt_io io, bool writable, int fd);
 
 /**
+ * afs_pt_opens() - How many of @inode's opens are passthrough now (the
+ * file's stats: their reads never reach aheadfs).
+ * Context: Any thread holding a reference on @inode; takes its
+ * passthrough lock.
+ */
+uint32_t afs_pt_opens(struct afs_pt *pt, const struct afs_inode *inode);
+
+/**
  * afs_pt_writing() - Whether @inode has a passthrough writer open: bytes
  * may change under aheadfs's cache, so reads go around it.
  * Context: Any thread holding a reference on @inode; one atomic load.

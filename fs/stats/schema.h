@@ -77,6 +77,8 @@
 	X(file, ino, GAUGE, "the inode number on the mount")                   \
 	X(file, size, GAUGE, "the backing file's size in bytes")               \
 	X(file, pages, GAUGE, "the size in 4 KiB pages")                       \
+	X(file, passthrough_opens, GAUGE,                                      \
+	  "its opens the kernel serves from the backing now: uncounted reads") \
 	X(cache, cached_pages, GAUGE, "pages holding data now")                \
 	X(cache, history_pages, GAUGE,                                         \
 	  "pages handed to the kernel and dropped here")                       \

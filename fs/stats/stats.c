@@ -287,6 +287,7 @@ static void collect_file(const struct afs_xattr_target *t,
 	s->file_size =
 		t->st && t->st->st_size > 0 ? (uint64_t)t->st->st_size : 0;
 	s->file_pages = afs_stats_pages_of(s->file_size);
+	s->file_passthrough_opens = t->passthrough_opens;
 	file_cache(s, &ms);
 	s->backing_io = ra_backing_io_name(rs.backing_io);
 	s->backing_reads = rs.backing_reads;

@@ -119,6 +119,8 @@ struct afs_xattr_target {
 	const struct afs_warm *warm; /* NULL: no warm_state */
 	const struct afs_watch *watch; /* NULL: watch=off */
 	struct afs_xattr_passthrough passthrough; /* a snapshot */
+	/* regular files: the file's passthrough opens now (afs_pt_opens()) */
+	uint32_t passthrough_opens;
 	struct afs_xattr_transport transport; /* a snapshot */
 };
 

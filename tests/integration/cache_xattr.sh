@@ -34,7 +34,7 @@ ac_hold "$M/f"
 # The file's stats: every documented key, in order.
 js=$(ac_stats "$M/f")
 ac_assert "$js" "list(j) == ['file', 'cache', 'backing', 'readahead', 'streams', 'uncached_reads', 'resident_reads', 'resident_spliced', 'random_around', 'revalidations']"
-ac_assert "$js" "list(g('file')) == ['ino', 'size', 'pages'] and g('file.size') == $size and g('file.pages') == $((size >> 12))"
+ac_assert "$js" "list(g('file')) == ['ino', 'size', 'pages', 'passthrough_opens'] and g('file.passthrough_opens') == 0 and g('file.size') == $size and g('file.pages') == $((size >> 12))"
 ac_assert "$js" "g('file.ino') == $(stat -c %i "$M/f")" "file.ino is not the inode number the mount shows"
 ac_assert "$js" "list(g('cache')) == ['cached_pages', 'history_pages', 'hits', 'hit_bytes', 'misses', 'inserted', 'prefetched', 'evicted', 'waste', 'thrash', 'errors', 'invalidated', 'to_history', 'enospc']"
 ac_assert "$js" "list(g('backing')) == ['io', 'reads', 'bytes', 'cached_reads', 'cached_bytes', 'amplification'] and g('backing.io') in ('direct', 'buffered') and isinstance(g('backing.amplification'), (int, float))"

@@ -212,7 +212,11 @@ cmp "$AFS_MNT/hot" "$AFS_WORK/hot.want" || afs_fail "passthrough=resident: a res
 exec 7<"$AFS_MNT/hot"
 printf 'changed behind' | dd of="$AFS_SRC/hot" bs=1 seek=4096 conv=notrunc status=none
 got=$(python3 -c 'import os; print(os.pread(7, 14, 4096).decode(errors="replace"))')
+# the file's own stats say its reads are the kernel's
+held_pt=$(python3 -c 'import json, os, sys
+print(json.loads(os.getxattr(sys.argv[1], "user.aheadfs.stats"))["file"]["passthrough_opens"])' "$AFS_MNT/hot")
 exec 7<&-
+[ "$held_pt" -ge 1 ] || afs_fail "passthrough=resident: the file's stats show $held_pt passthrough opens while one is held"
 [ "$got" = "changed behind" ] || afs_fail "passthrough=resident: a held passthrough reader reads '$got' after a change behind the mount"
 [ "$(state opens)" -eq $((n + 2)) ] || afs_fail "passthrough=resident: the held reader was not passthrough"
 afs_umount

@@ -91,7 +91,8 @@ static int setup_size(void **state, uint64_t size)
 	fx->file = (struct afs_xattr_target){.is_reg = true,
 					     .shown_ino = SHOWN_INO,
 					     .st = &fx->dp.st,
-					     .fc = fx->dp.fc};
+					     .fc = fx->dp.fc,
+					     .passthrough_opens = 3};
 	fx->root = (struct afs_xattr_target){
 		.is_root = true, .shown_ino = 1, .st = &fx->dir_st};
 	fx->root.passthrough.c.opens = 4; /* the adapter's snapshot */
@@ -253,8 +254,10 @@ static const struct key_spec file_top[] = {
 	{"resident_reads", 'i'}, {"resident_spliced", 'i'},
 	{"random_around", 'i'},	 {"revalidations", 'i'},
 };
-static const struct key_spec file_file[] = {
-	{"ino", 'i'}, {"size", 'i'}, {"pages", 'i'}};
+static const struct key_spec file_file[] = {{"ino", 'i'},
+					    {"size", 'i'},
+					    {"pages", 'i'},
+					    {"passthrough_opens", 'i'}};
 static const struct key_spec file_cache[] = {
 	{"cached_pages", 'i'}, {"history_pages", 'i'}, {"hits", 'i'},
 	{"hit_bytes", 'i'},    {"misses", 'i'},	       {"inserted", 'i'},
@@ -439,6 +442,7 @@ static void test_file_stats(void **state)
 	assert_int_equal(ival(json_get(root, "file"), "ino"), SHOWN_INO);
 	assert_int_equal(ival(json_get(root, "file"), "size"), FILE_SIZE);
 	assert_int_equal(ival(json_get(root, "file"), "pages"), 2048);
+	assert_int_equal(ival(json_get(root, "file"), "passthrough_opens"), 3);
 
 	c = json_get(root, "cache");
 	CHECK(c, file_cache);
