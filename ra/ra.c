@@ -767,6 +767,16 @@ int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
 	return -EINVAL;
 }
 
+enum ra_advice ra_file_advice(struct ra_file *f)
+{
+	enum ra_advice advice;
+
+	pthread_mutex_lock(&f->lock);
+	advice = f->cap.advice;
+	pthread_mutex_unlock(&f->lock);
+	return advice;
+}
+
 void ra_file_stats(struct ra_file *f, struct ra_file_stats *st)
 {
 	struct ra_backing_stats bs;

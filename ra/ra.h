@@ -530,6 +530,13 @@ uint64_t ra_file_eofs(const struct ra_file *f);
 int ra_file_advise(struct ra_file *f, enum ra_advice advice, uint64_t off,
 		   uint64_t len);
 
+/**
+ * ra_file_advice() - The advice in force on @f (NORMAL, SEQUENTIAL or
+ * RANDOM: WILLNEED and DONTNEED act once and leave none).
+ * Context: Any online thread; takes f->lock.
+ */
+enum ra_advice ra_file_advice(struct ra_file *f);
+
 /** ra_file_stats() - Fill @st.  Context: any online thread; takes f->lock. */
 void ra_file_stats(struct ra_file *f, struct ra_file_stats *st);
 

@@ -71,6 +71,10 @@ struct afs_pt_inode {
 	int32_t backing_id; /* > 0 while passthrough opens exist, else 0 */
 	bool refused; /* the kernel refused this file's backing: never again */
 	bool wrote; /* a passthrough writer opened it (sticky) */
+	/* the inode's shared read-only fd was last registered with
+	 * POSIX_FADV_RANDOM (a file advised random): the next registration
+	 * of another open resets it */
+	bool fadv_random;
 	/* passthrough=resident's last probe of the file (afs_pt_open()):
 	 * whether the page cache held it whole at probed_size bytes; taken
 	 * again after probed_until (CLOCK_MONOTONIC_COARSE, ns) or at another

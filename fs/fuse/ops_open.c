@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "fs/data/data.h"
+#include "ra/ra.h"
 #include "fuse_internal.h"
 
 /*
@@ -181,6 +182,19 @@ static void release_file(struct afs_fs *fs, struct afs_file *f)
 	afs_open_release(fs, &f->open);
 }
 
+/* Whether a read-only open (@flags) is of a file advised random
+ * (user.aheadfs.advice): under passthrough=resident it then goes around
+ * aheadfs (passthrough.h, struct afs_pt_request). */
+static bool advised_random(struct afs_fcache *fc, int flags)
+{
+	struct ra_file *rf;
+
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		return false;
+	rf = afs_fcache_ra_file(fc);
+	return rf && ra_file_advice(rf) == RA_ADVICE_RANDOM;
+}
+
 /*
  * Hand @fd, opened on @inode (whose reference the file takes over), to the
  * kernel as @fi.  A regular file gets its readahead side (opened by its
@@ -272,6 +286,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 					(st.st_mode & (S_ISUID | S_ISGID)) &&
 					afs_kill_privs_possible(req),
 			.size = (uint64_t)st.st_size,
+			.random = advised_random(fc, fi->flags),
 		};
 		afs_pt_open(&fs->pt, inode, fd, &rq, &pt);
 		direct_io = pt.io == AFS_IO_DIRECT ||

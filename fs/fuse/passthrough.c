@@ -61,7 +61,8 @@ enum afs_pt_io afs_pt_decide(enum afs_passthrough policy, bool mount_on,
 		((policy == AFS_PASSTHROUGH_WRITES ||
 		  policy == AFS_PASSTHROUGH_RESIDENT) &&
 		 writable) ||
-		(policy == AFS_PASSTHROUGH_RESIDENT && rq->resident));
+		(policy == AFS_PASSTHROUGH_RESIDENT &&
+		 (rq->resident || rq->random)));
 	if (!asks)
 		return as_before;
 	if (!mount_on)
@@ -123,6 +124,7 @@ void afs_pt_stats(const struct afs_pt *pt, struct afs_xattr_passthrough *out)
 	out->c.opens_cached = afs_count_read(&c->opens_cached);
 	out->c.opens_direct = afs_count_read(&c->opens_direct);
 	out->c.opens_resident = afs_count_read(&c->opens_resident);
+	out->c.opens_random = afs_count_read(&c->opens_random);
 	out->c.fallback_mount = afs_count_read(&c->fallback_mount);
 	out->c.fallback_inode = afs_count_read(&c->fallback_inode);
 	out->c.fallback_file = afs_count_read(&c->fallback_file);
@@ -335,25 +337,39 @@ void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 	bool on = __atomic_load_n(&pt->state, __ATOMIC_ACQUIRE) == AFS_PT_ON;
 	bool writable = (rq->flags & O_ACCMODE) != O_RDONLY;
 	enum afs_pt_why why;
-	bool resident = false;
+	bool resident = false, random = false;
+	struct afs_pt_request asked = *rq;
 
 	*out = (struct afs_pt_open){0};
+	asked.random = false;
 	pthread_mutex_lock(lock);
 	if (pt->policy == AFS_PASSTHROUGH_RESIDENT && on && !writable &&
 	    !(rq->flags & O_DIRECT) && !pi->passthrough && !pi->ours &&
 	    !pi->refused) {
 		/* The probe only where its answer decides: a file with opens
-		 * keeps their mode. */
-		struct afs_pt_request probed = *rq;
-
-		probed.resident = resident_now(pt, pi, fd, rq->size);
-		out->io = afs_pt_decide(pt->policy, on, pi, &probed, &why);
-		resident = probed.resident;
-	} else {
-		out->io = afs_pt_decide(pt->policy, on, pi, rq, &why);
+		 * keeps their mode.  A file advised random needs none: there
+		 * is nothing for aheadfs to read ahead either way. */
+		random = rq->random;
+		asked.random = random;
+		if (!random)
+			asked.resident = resident_now(pt, pi, fd, rq->size);
+		resident = asked.resident;
 	}
+	out->io = afs_pt_decide(pt->policy, on, pi, &asked, &why);
 	if (is_passthrough(out->io) && !pi->backing_id) {
-		int id = backing_open(pt, fd);
+		int id;
+
+		/* Every passthrough open of the inode reads through this
+		 * backing file while one is open: its readahead as the advice
+		 * says now (a reader's fd is the inode's shared one, which an
+		 * earlier registration may have left random). */
+		if (random || pi->fadv_random) {
+			posix_fadvise(fd, 0, 0,
+				      random ? POSIX_FADV_RANDOM
+					     : POSIX_FADV_NORMAL);
+			pi->fadv_random = random;
+		}
+		id = backing_open(pt, fd);
 
 		if (id > 0) {
 			pi->backing_id = id;
@@ -388,6 +404,8 @@ void afs_pt_open(struct afs_pt *pt, struct afs_inode *inode, int fd,
 		  1);
 	if (resident && out->io == AFS_IO_PASSTHROUGH)
 		afs_count(&pt->c.opens_resident, 1);
+	if (random && out->io == AFS_IO_PASSTHROUGH)
+		afs_count(&pt->c.opens_random, 1);
 	switch (why) {
 	case AFS_PT_WHY_NONE:
 		break;

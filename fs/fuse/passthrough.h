@@ -189,6 +189,14 @@ struct afs_pt_request {
 	 * (ra_whole_resident()): set by afs_pt_open() where policy resident
 	 * would give it passthrough, probed for no other open */
 	bool resident;
+	/* the file's advice is random (user.aheadfs.advice): aheadfs would
+	 * read it ahead never, so under policy resident a read-only open that
+	 * would be probed asks for passthrough without the probe, and the
+	 * backing file it registers reads with POSIX_FADV_RANDOM (the
+	 * backing's readahead off too; any other registration resets it to
+	 * POSIX_FADV_NORMAL: a reader's fd is the inode's shared one);
+	 * ignored by afs_pt_decide() where afs_pt_open() would not probe */
+	bool random;
 };
 
 /* The mount's passthrough state (in struct afs_fs). */
@@ -215,8 +223,8 @@ struct afs_pt {
  * kernel refuses any other), with FOPEN_DIRECT_IO for an O_DIRECT open and
  * a setid writer (their I/O then stays aheadfs's, as without passthrough).
  * Else @policy says which opens ask for it: writes: writable ones;
- * resident: writable ones and @rq->resident ones; all: every one; off:
- * none.  O_DIRECT opens never ask (the backing file would
+ * resident: writable ones, @rq->resident ones and @rq->random ones; all:
+ * every one; off: none.  O_DIRECT opens never ask (the backing file would
  * take the application's O_DIRECT alignment rules).  An open that asks
  * gets it unless the mount has none, the inode has an open on aheadfs's
  * path (cached or direct_io: struct afs_pt_inode's ours), the
@@ -302,7 +310,8 @@ struct afs_pt_open {
  * afs_pt_open() - Decide an open of @inode (afs_pt_decide()) -- under
  * policy resident, a read-only open of an inode with no other open probes
  * the backing's page cache first (@rq->resident), or takes the inode's
- * last probe of the same size within pt->probe_ttl_ns --, register the
+ * last probe of the same size within pt->probe_ttl_ns, or asks without a
+ * probe for a file advised random (@rq->random) --, register the
  * backing file through @fd (an open fd of it) where the inode needs one,
  * and count the open in the inode's state and the stats.  A refusal
  * falls back: EPERM turns passthrough off on the mount (one log line),

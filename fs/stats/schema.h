@@ -242,6 +242,8 @@
 	  "opens whose every read and write reaches aheadfs (direct_io)")      \
 	X(passthrough, opens_resident, COUNTER,                                \
 	  "of opens, read-only ones of a file the page cache held whole")      \
+	X(passthrough, opens_random, COUNTER,                                  \
+	  "of opens, read-only ones of a file advised random")                 \
 	X(passthrough, fallback_mount, COUNTER,                                \
 	  "opens that asked for passthrough on a mount without it")            \
 	X(passthrough, fallback_inode, COUNTER,                                \

@@ -183,6 +183,7 @@ static void root_passthrough(struct afs_stats_root *s,
 	s->passthrough_opens_cached = p->c.opens_cached;
 	s->passthrough_opens_direct = p->c.opens_direct;
 	s->passthrough_opens_resident = p->c.opens_resident;
+	s->passthrough_opens_random = p->c.opens_random;
 	s->passthrough_fallback_mount = p->c.fallback_mount;
 	s->passthrough_fallback_inode = p->c.fallback_inode;
 	s->passthrough_fallback_file = p->c.fallback_file;

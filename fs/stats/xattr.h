@@ -83,6 +83,8 @@ struct afs_xattr_pt_counts {
 	uint64_t opens_direct; /* FOPEN_DIRECT_IO alone */
 	/* of opens, read-only ones of a wholly resident file (resident) */
 	uint64_t opens_resident;
+	/* of opens, read-only ones of a file advised random (resident) */
+	uint64_t opens_random;
 	/* opens that asked for passthrough and went aheadfs's way: */
 	uint64_t fallback_mount; /* the mount has none */
 	uint64_t fallback_inode; /* the inode had cached opens */

@@ -53,7 +53,7 @@ ac_assert "$js" "g('backing.reads') > 0 and g('backing.bytes') >= $size"
 # The root's stats.
 root=$(ac_stats "$M")
 ac_assert "$root" "list(j) == ['version', 'uptime_s', 'started', 'options', 'cache', 'memory', 'backing', 'readahead', 'files', 'warm', 'watch', 'writes', 'passthrough', 'transport', 'uncached_reads', 'resident_reads', 'resident_spliced', 'random_around', 'revalidations']"
-ac_assert "$root" "list(g('passthrough')) == ['mode', 'state', 'opens', 'opens_cached', 'opens_direct', 'opens_resident', 'fallback_mount', 'fallback_inode', 'fallback_file', 'fallback_setid', 'backing_files'] and g('passthrough.mode') == 'writes' and g('passthrough.state') in ('on', 'unsupported')"
+ac_assert "$root" "list(g('passthrough')) == ['mode', 'state', 'opens', 'opens_cached', 'opens_direct', 'opens_resident', 'opens_random', 'fallback_mount', 'fallback_inode', 'fallback_file', 'fallback_setid', 'backing_files'] and g('passthrough.mode') == 'writes' and g('passthrough.state') in ('on', 'unsupported')"
 ac_assert "$root" "list(g('transport')) == ['mode', 'state', 'requests', 'unanswered'] and g('transport.mode') == 'dev' and g('transport.state') == 'off' and g('transport.requests') == 0"
 ac_assert "$root" "g('version') == '0.1.0' and g('uptime_s') >= 0 and len(g('started')) == 20 and g('started').endswith('Z')"
 ac_assert "$root" "list(g('options')) == ['read_mode', 'write_mode', 'write_behind', 'write_direct', 'cache_size', 'ra_max', 'ra_workers', 'stripe', 'chunk', 'context_ra', 'stream_table', 'backing_io'] and g('options.read_mode') == '$AC_MODE'"

@@ -31,7 +31,9 @@
 #      whole gets passthrough (opens_resident), one of a file it does not
 #      hold (dropped) aheadfs's path, also once the file is resident again
 #      while that open is held; a passthrough reader sees a change behind
-#      the mount; on tmpfs every file is resident.
+#      the mount; a file advised random (user.aheadfs.advice) gets it
+#      without being resident (opens_random), and back on aheadfs's path
+#      once advised normal; on tmpfs every file is resident.
 # Skipped where the kernel offers no FUSE passthrough (before Linux 6.9).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -219,6 +221,23 @@ exec 7<&-
 [ "$held_pt" -ge 1 ] || afs_fail "passthrough=resident: the file's stats show $held_pt passthrough opens while one is held"
 [ "$got" = "changed behind" ] || afs_fail "passthrough=resident: a held passthrough reader reads '$got' after a change behind the mount"
 [ "$(state opens)" -eq $((n + 2)) ] || afs_fail "passthrough=resident: the held reader was not passthrough"
+# a file advised random gets passthrough whatever the page cache holds
+# (aheadfs would read nothing ahead for it), and normal advice takes it
+# back to aheadfs's path at its next first open
+drop "$AFS_SRC/cold"
+setfattr -n user.aheadfs.advice -v random "$AFS_MNT/cold"
+n=$(state opens)
+cmp "$AFS_MNT/cold" "$AFS_WORK/cold.want" || afs_fail "passthrough=resident: a file advised random reads back wrong"
+[ "$(state opens_random)" -eq 1 ] && [ "$(state opens)" -eq $((n + 1)) ] ||
+	afs_fail "passthrough=resident: a file advised random got no passthrough"
+setfattr -n user.aheadfs.advice -v normal "$AFS_MNT/cold"
+drop "$AFS_SRC/cold"
+c=$(state opens_cached)
+if [ "$(held "$AFS_SRC/cold")" -eq 0 ]; then
+	cmp "$AFS_MNT/cold" "$AFS_WORK/cold.want" || afs_fail "passthrough=resident: a file advised normal again reads back wrong"
+	[ "$(state opens_cached)" -eq $((c + 1)) ] && [ "$(state opens_random)" -eq 1 ] ||
+		afs_fail "passthrough=resident: a cold file advised normal again did not take aheadfs's path"
+fi
 afs_umount
 
 # tmpfs holds its files whole by nature (no cachestat(2) walk)

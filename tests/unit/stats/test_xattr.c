@@ -325,9 +325,9 @@ static const struct key_spec root_passthrough[] = {
 	{"mode", 's'},		 {"state", 's'},
 	{"opens", 'i'},		 {"opens_cached", 'i'},
 	{"opens_direct", 'i'},	 {"opens_resident", 'i'},
-	{"fallback_mount", 'i'}, {"fallback_inode", 'i'},
-	{"fallback_file", 'i'},	 {"fallback_setid", 'i'},
-	{"backing_files", 'i'},
+	{"opens_random", 'i'},	 {"fallback_mount", 'i'},
+	{"fallback_inode", 'i'}, {"fallback_file", 'i'},
+	{"fallback_setid", 'i'}, {"backing_files", 'i'},
 };
 static const struct key_spec root_files[] = {
 	{"idle", 'i'},	       {"idle_max", 'i'},
