@@ -328,9 +328,6 @@ void cache_pool_free_now(struct cache *c, struct cache_page **pages,
  * thread's).  Any thread, inside an RCU section too; takes pool_lock. */
 void cache_pool_free_rcu(struct cache_page *p);
 int cache_pool_grace_start(struct cache *c);
-/* The grace thread's full batch for a budget of @budget_pages: the budget
- * / 256, within [256, 4096] pages (pool.c, GRACE_GATHER).  Pure. */
-uint64_t cache_grace_batch_pages(uint64_t budget_pages);
 /* Frees what is queued, then stops the thread. */
 void cache_pool_grace_stop(struct cache *c);
 /* Wait up to @ms for @want pages to be available; false if there is not

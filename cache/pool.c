@@ -320,7 +320,7 @@ void cache_pool_free_now(struct cache *c, struct cache_page **pages,
  * would otherwise cost a wake-up and a grace period -- two membarrier()
  * IPIs to every core running the daemon -- each, on the reader's path.
  * A full batch is the budget / GRACE_GATHER_SHARE, within [GRACE_GATHER,
- * GRACE_GATHER_MAX] pages (cache_grace_batch_pages()): 1 MiB in a budget of
+ * GRACE_GATHER_MAX] pages (grace_gather_pages()): 1 MiB in a budget of
  * 256 MiB or less, as it was for every budget, and 12 MiB in 3 GiB, so a
  * stream served at 1 GB/s from a large budget waits for a grace period
  * once per GRACE_LINGER_MS (which ends its batches first), about 200 times
@@ -362,19 +362,14 @@ static void cache_pool_grace_free(struct cache *c, struct cds_list_head *list)
 	}
 }
 
-uint64_t cache_grace_batch_pages(uint64_t budget_pages)
+/* A full batch of freed pages for the budget in force (see GRACE_GATHER). */
+static uint64_t grace_gather_pages(const struct cache *c)
 {
-	uint64_t n = budget_pages / GRACE_GATHER_SHARE;
+	uint64_t n = cache_budget_read(&c->budget_pages) / GRACE_GATHER_SHARE;
 
 	return n < GRACE_GATHER	      ? GRACE_GATHER
 	       : n > GRACE_GATHER_MAX ? GRACE_GATHER_MAX
 				      : n;
-}
-
-/* A full batch for the budget in force (see GRACE_GATHER). */
-static uint64_t grace_gather_pages(const struct cache *c)
-{
-	return cache_grace_batch_pages(cache_budget_read(&c->budget_pages));
 }
 
 /* Whether the grace thread should take c->freeing now. */

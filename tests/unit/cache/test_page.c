@@ -664,26 +664,9 @@ static void test_first_chunk_faulted_in(void **state)
 	assert_int_equal(cache_trim(f->c), 0);
 }
 
-/* The grace thread's full batch: 1 MiB up to a budget of 256 MiB (small
- * budgets keep their headroom), the budget / 256 above, 16 MiB at most. */
-static void test_grace_batch_follows_budget(void **state)
-{
-	const uint64_t mib = (1 << 20) / CACHE_PAGE_SIZE;
-	(void)state;
-
-	assert_int_equal(cache_grace_batch_pages(0), 256);
-	assert_int_equal(cache_grace_batch_pages(64 * mib), 256);
-	assert_int_equal(cache_grace_batch_pages(256 * mib), 256);
-	assert_int_equal(cache_grace_batch_pages(512 * mib), 512);
-	assert_int_equal(cache_grace_batch_pages(3072 * mib), 3072);
-	assert_int_equal(cache_grace_batch_pages(4096 * mib), 4096);
-	assert_int_equal(cache_grace_batch_pages(UINT64_MAX), 4096);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_grace_batch_follows_budget),
 #define T(fn)                                                                  \
 	cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
 		T(test_insert_gives_locked_pages),
