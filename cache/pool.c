@@ -319,20 +319,13 @@ void cache_pool_free_now(struct cache *c, struct cache_page **pages,
  * at a time (a random reader in kernel mode frees its two pages a READ)
  * would otherwise cost a wake-up and a grace period -- two membarrier()
  * IPIs to every core running the daemon -- each, on the reader's path.
- * A full batch is the budget / GRACE_GATHER_SHARE, within [GRACE_GATHER,
- * GRACE_GATHER_MAX] pages (grace_gather_pages()): 1 MiB in a budget of
- * 256 MiB or less, as it was for every budget, and 12 MiB in 3 GiB, so a
- * stream served at 1 GB/s from a large budget waits for a grace period
- * once per GRACE_LINGER_MS (which ends its batches first), about 200 times
- * a second, not 1000 (docs/design.md, the grace thread).  A thread that
- * waits for memory (cache_pool_wait(), cache_barrier()) ends the
- * gathering at once.  The thread is not an RCU reader, holds no lock
+ * So at most GRACE_GATHER pages wait unbatched, whatever the budget.  A
+ * thread that waits for memory (cache_pool_wait(), cache_barrier()) ends
+ * the gathering at once.  The thread is not an RCU reader, holds no lock
  * across synchronize_rcu(), and nothing waits for it inside an RCU section.
  */
 #define GRACE_BATCH 256
 #define GRACE_GATHER 256
-#define GRACE_GATHER_MAX 4096
-#define GRACE_GATHER_SHARE 256
 #define GRACE_LINGER_MS 5
 
 /* Put back the pages of @list (their grace period has ended). */
@@ -362,20 +355,10 @@ static void cache_pool_grace_free(struct cache *c, struct cds_list_head *list)
 	}
 }
 
-/* A full batch of freed pages for the budget in force (see GRACE_GATHER). */
-static uint64_t grace_gather_pages(const struct cache *c)
-{
-	uint64_t n = cache_budget_read(&c->budget_pages) / GRACE_GATHER_SHARE;
-
-	return n < GRACE_GATHER	      ? GRACE_GATHER
-	       : n > GRACE_GATHER_MAX ? GRACE_GATHER_MAX
-				      : n;
-}
-
 /* Whether the grace thread should take c->freeing now. */
 static bool grace_go_locked(const struct cache *c)
 {
-	return c->freeing_n >= grace_gather_pages(c) || c->grace_waiters ||
+	return c->freeing_n >= GRACE_GATHER || c->grace_waiters ||
 	       c->grace_stop;
 }
 
@@ -472,7 +455,7 @@ void cache_pool_free_rcu(struct cache_page *p)
 	cds_list_add_tail(&p->lru, &c->freeing);
 	/* Wake the thread for a first page (it gathers more), a full batch
 	 * or a waiter; otherwise it is in its timed wait already. */
-	if (++c->freeing_n >= grace_gather_pages(c) || c->grace_idle ||
+	if (++c->freeing_n == GRACE_GATHER || c->grace_idle ||
 	    c->grace_waiters) {
 		c->grace_idle = false;
 		pthread_cond_signal(&c->grace_cond);
