@@ -184,12 +184,16 @@ static void release_file(struct afs_fs *fs, struct afs_file *f)
 
 /* Whether a read-only open (@flags) is of a file advised random
  * (user.aheadfs.advice): under passthrough=resident it then goes around
- * aheadfs (passthrough.h, struct afs_pt_request). */
-static bool advised_random(struct afs_fcache *fc, int flags)
+ * aheadfs (passthrough.h, struct afs_pt_request).  Asked only under that
+ * policy, the only one that reads the answer: an open per request pays
+ * no lock for it elsewhere. */
+static bool advised_random(const struct afs_pt *pt, struct afs_fcache *fc,
+			   int flags)
 {
 	struct ra_file *rf;
 
-	if ((flags & O_ACCMODE) != O_RDONLY)
+	if (pt->policy != AFS_PASSTHROUGH_RESIDENT ||
+	    (flags & O_ACCMODE) != O_RDONLY)
 		return false;
 	rf = afs_fcache_ra_file(fc);
 	return rf && ra_file_advice(rf) == RA_ADVICE_RANDOM;
@@ -286,7 +290,7 @@ static int finish_open(fuse_req_t req, struct afs_inode *inode, int fd,
 					(st.st_mode & (S_ISUID | S_ISGID)) &&
 					afs_kill_privs_possible(req),
 			.size = (uint64_t)st.st_size,
-			.random = advised_random(fc, fi->flags),
+			.random = advised_random(&fs->pt, fc, fi->flags),
 		};
 		afs_pt_open(&fs->pt, inode, fd, &rq, &pt);
 		direct_io = pt.io == AFS_IO_DIRECT ||
