@@ -62,6 +62,10 @@
 #   afs_is_mounted PATH      PATH is a mount point (read from mountinfo,
 #                            without touching the file system behind it)
 #   afs_log_lines PATTERN    how many lines of $AFS_LOG match PATTERN
+#   afs_wait_log PATTERN     wait until a line of $AFS_LOG matches PATTERN
+#                            (something the daemon logs after the mount is
+#                            up, from a thread of its own); fails after
+#                            AFS_WAIT_S seconds
 #   afs_root_stat GROUP KEY  GROUP.KEY of the root's stats (the mount's
 #                            user.aheadfs.stats on $AFS_MNT)
 #   afs_fresh NAME           a new, empty AFS_SRC and AFS_MNT (src.NAME,
@@ -308,6 +312,17 @@ afs_wait_daemon()
 afs_log_lines()
 {
 	grep -c -- "$1" "$AFS_LOG" || true
+}
+
+afs_wait_log()
+{
+	local n=0
+	until grep -q -- "$1" "$AFS_LOG"; do
+		[ "$n" -lt $((AFS_WAIT_S * 20)) ] ||
+			afs_fail "the log never said '$1' in ${AFS_WAIT_S} s: $(cat "$AFS_LOG")"
+		sleep 0.05
+		n=$((n + 1))
+	done
 }
 
 afs_root_stat()

@@ -80,6 +80,8 @@ EOF
 echo Y >"$param"
 fresh on
 afs_mount -o transport=uring
+# said by the last ring entry to register, after the mount is up
+afs_wait_log 'requests come through io_uring'
 [ "$(afs_log_lines 'requests come through io_uring')" -eq 1 ] ||
 	afs_fail "the log does not say once that requests come through io_uring"
 [ "$(transport mode)" = uring ] || afs_fail "transport.mode is $(transport mode)"
