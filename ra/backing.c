@@ -202,6 +202,11 @@ static int resident_fd(struct ra_backing *b, uint64_t off, size_t len)
 	return b->cached_fd >= 0 ? b->cached_fd : b->fd;
 }
 
+bool ra_backing_holds(struct ra_backing *b, uint64_t off, size_t len)
+{
+	return resident_fd(b, off, len) >= 0;
+}
+
 bool ra_backing_changed(const struct stat *a, const struct stat *b)
 {
 	return a->st_ctim.tv_sec != b->st_ctim.tv_sec ||

@@ -211,6 +211,16 @@ ssize_t ra_backing_read_resident(struct ra_backing *b, void *buf, uint64_t off,
  */
 int ra_backing_resident_fd(struct ra_backing *b, uint64_t off, size_t len);
 
+/**
+ * ra_backing_holds() - Whether the backing's page cache holds every page
+ * of [@off, @off + @len): the probe of ra_backing_read_resident(), for a
+ * caller that decides, not reads (a window the readers' misses would find
+ * there is not read ahead, ra_marker_hit()).  False where there is no
+ * probe or the file was cut lately, as the reads say -EAGAIN.
+ * Context: Any thread; one cachestat(2) (two for a short count).
+ */
+bool ra_backing_holds(struct ra_backing *b, uint64_t off, size_t len);
+
 /* How long a cut keeps a file off the page-cache reads. */
 #define RA_CUT_S 10
 

@@ -12,6 +12,8 @@
  *     |   + round the window end to the stripe            RCU for the hole
  *     |   + write the window back                         scans)
  *     v  -- every lock dropped --
+ *   (a mark, RA_MARK_RESIDENT: a window the backing's page cache holds
+ *    whole stops here, ra_backing_holds())
  *   cache_insert_range(), up to three calls:
  *        [io_start, index)        prefetch  (a gap fill before the reader)
  *        [index, index + nr)      demand    (the reader's own pages)
@@ -690,7 +692,7 @@ int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
 }
 
 int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
-		  uint64_t nr)
+		  uint64_t nr, unsigned int flags)
 {
 	struct ra_decision d;
 	struct ra_due due;
@@ -700,6 +702,12 @@ int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
 	if (!nr || index >= CACHE_INDEX_LIMIT)
 		return -EINVAL;
 	decide(f, st, true, index, nr, &d, &due);
+	if ((flags & RA_MARK_RESIDENT) && d.io_nr &&
+	    ra_backing_holds(f->b, d.io_start << RA_PAGE_SHIFT,
+			     d.io_nr << RA_PAGE_SHIFT)) {
+		COUNT(f, resident_skipped, 1);
+		return 0;
+	}
 	/* Nothing here is the reader's: it holds its pages already. */
 	rc = issue(f, &d, d.io_start, d.io_start,
 		   !__atomic_load_n(&st->refault, __ATOMIC_RELAXED), &due);

@@ -22,8 +22,10 @@
  *                        first I/O piece), queues the rest to the workers;
  *                        then look the pages up again and wait on them.
  *     page with the READAHEAD mark (cache_page_test_clear_readahead() true)
- *                     -> ra_marker_hit(f, st, i, index + nr - i): queues the
- *                        next window; never waits for I/O.
+ *                     -> ra_marker_hit(f, st, i, index + nr - i, flags):
+ *                        queues the next window (not one the backing's page
+ *                        cache holds whole, with RA_MARK_RESIDENT); never
+ *                        waits for I/O.
  *   after the read, hit or miss: ra_note_read(st, index, nr).
  *
  * Concurrency contract:
@@ -279,6 +281,8 @@ struct ra_counts {
 	uint64_t thrash; /* misses on pages evicted prefetched-unused */
 	uint64_t waste; /* prefetched pages evicted unused (from the cache) */
 	uint64_t errors; /* reader's backing reads that failed */
+	uint64_t resident_skipped; /* async windows not read: the backing's
+				     page cache held them (RA_MARK_RESIDENT) */
 };
 
 struct ra_file_stats {
@@ -406,16 +410,32 @@ void ra_state_destroy(struct ra_state *st);
 int ra_sync_miss(struct ra_file *f, struct ra_state *st, uint64_t index,
 		 uint64_t nr, unsigned int flags);
 
+/* ra_marker_hit() @flags: the reader's misses read the backing's page
+ * cache where it holds them. */
+#define RA_MARK_RESIDENT 0x1u
+
 /**
  * ra_marker_hit() - A read of @nr pages at @index hit page @index with the
  * READAHEAD mark, which the caller cleared (cache_page_test_clear_
  * readahead() returned true).  Decides and queues the next window.
+ *
+ * With RA_MARK_RESIDENT in @flags (a reader whose miss on data the
+ * backing's page cache holds whole is served from there, fs/data's
+ * read_resident()): a window the backing's page cache holds whole is
+ * decided but not read (counted resident_skipped).  Read ahead, it would
+ * be copied from that page cache into this one, held twice, and the
+ * stream's later windows with it: one residency probe that came out short
+ * (cachestat(2) now and then counts a resident range short) sent the rest
+ * of a resident file through the cache.  Skipped, the reader's next miss
+ * is served from the page cache, and the stream's windows resume where
+ * the data is not there (docs/design.md, "What the backing's page cache
+ * holds").
  * Context: Online thread, no RCU read lock; never waits for backing I/O
  * (it may wait, bounded, for cache memory).
  * Return: 0 (also when nothing was worth reading), -EINVAL, -ENOMEM.
  */
 int ra_marker_hit(struct ra_file *f, struct ra_state *st, uint64_t index,
-		  uint64_t nr);
+		  uint64_t nr, unsigned int flags);
 
 /**
  * ra_note_read() - A read of @nr pages at @index happened (hit or miss):

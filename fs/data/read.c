@@ -289,6 +289,18 @@ static uint64_t inflight_mark(struct cache_mapping *m, struct cache_page *p,
  * the RCU section, then the pages are looked up again), and the
  * bookkeeping is done inside the section, before the reply.
  */
+/* ra_marker_hit()'s flags for a read at page @first: RA_MARK_RESIDENT
+ * where this reader's misses try the backing's page cache first (the rule
+ * of afs_data_read(): kernel mode, or a read that goes on from its
+ * handle's last one). */
+static unsigned int resident_next(const struct afs_read *r,
+				  const struct ra_state *ra, uint64_t first)
+{
+	return !r->keep_data || ra_state_sequential(ra, first)
+		       ? RA_MARK_RESIDENT
+		       : 0;
+}
+
 static int try_reply(const struct afs_read *r, struct ra_file *raf,
 		     struct ra_state *ra, uint64_t off, uint64_t end,
 		     uint64_t *miss, bool *locked, uint64_t *missing)
@@ -347,7 +359,8 @@ again:
 		rcu_read_unlock();
 		/* The mark was cleared: no one else acts on it. */
 		if (marker != NO_INDEX)
-			ra_marker_hit(raf, ra, marker, last - marker + 1);
+			ra_marker_hit(raf, ra, marker, last - marker + 1,
+				      resident_next(r, ra, first));
 		marks = false;
 		if (idx > last)
 			goto again;
@@ -476,8 +489,7 @@ int afs_data_read(struct afs_data *a, const struct afs_read *r, uint64_t off,
 		 * page cache when it holds the whole read (kernel mode; direct
 		 * mode, a read that goes on from its handle's last one), else
 		 * readahead decides. */
-		if (!locked &&
-		    (!r->keep_data || ra_state_sequential(ra, first))) {
+		if (!locked && resident_next(r, ra, first)) {
 			rc = read_resident(a, r, raf, ra, off, end);
 			if (rc <= 0)
 				return rc;

@@ -57,7 +57,9 @@
 	X(readahead, thrash, COUNTER,                                          \
 	  "misses on pages read ahead and evicted unused")                     \
 	X(readahead, waste, COUNTER, "pages read ahead and evicted unused")    \
-	X(readahead, errors, COUNTER, "failed backing reads for a reader")
+	X(readahead, errors, COUNTER, "failed backing reads for a reader")     \
+	X(readahead, resident_skipped, COUNTER,                                \
+	  "windows not read ahead: the backing's page cache held them")
 
 /* The daemon's counters, last in both values. */
 #define AFS_SCHEMA_TAIL(X)                                                     \

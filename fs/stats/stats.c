@@ -242,6 +242,7 @@ static void root_cache(struct afs_stats_root *s, const struct cache_stats *c)
 		(s)->readahead_thrash = (c)->thrash;                           \
 		(s)->readahead_waste = (c)->waste;                             \
 		(s)->readahead_errors = (c)->errors;                           \
+		(s)->readahead_resident_skipped = (c)->resident_skipped;       \
 	} while (0)
 
 /* The streams, active ones first (stable order otherwise). */

@@ -64,7 +64,7 @@ for mode in kernel direct; do
 	echo "$mode hot: device read $(((s1 - s0) / 2)) KiB, cached_reads $cr," \
 		"cached_bytes $((cb >> 20)) MiB, resident_reads $rr (spliced $rs)," \
 		"inserted $ins," \
-		"history $hist"
+		"history $hist, windows skipped $(ac_get "$s" readahead.resident_skipped)"
 	[ $(((s1 - s0) / 2)) -lt 1024 ] ||
 		afs_fail "$mode: the device read $(((s1 - s0) / 2)) KiB of a resident file"
 	[ "$rr" -gt 0 ] || afs_fail "$mode: no read served from the page cache"
@@ -72,8 +72,21 @@ for mode in kernel direct; do
 	# the reader's 128 KiB.  Spliced.
 	[ "$rs" -gt 0 ] && [ "$rs" -ge $((rr / 2)) ] ||
 		afs_fail "$mode: $rs of $rr resident reads spliced"
-	[ "$ins" = 0 ] || afs_fail "$mode: $ins pages of a resident file cached again"
-	[ "$hist" = 8192 ] || afs_fail "$mode: history $hist, not the file's 8192 pages"
+	# None cached again, as a rule.  One probe that counts a resident
+	# range short (cachestat(2) now and then does, more often on a busy
+	# machine) sends one miss through readahead: its window is read, and
+	# the next one, held whole by the page cache, is not
+	# (readahead.resident_skipped).  So at most two windows, never the
+	# rest of the file (a CI run cached 4160 pages of 8192 before).
+	maxw=$(ac_get "$s" readahead.max_window_pages)
+	[ "$ins" -le $((2 * maxw)) ] ||
+		afs_fail "$mode: $ins pages of a resident file cached again"
+	# Every page given is history (kernel mode); direct mode keeps what
+	# it cached as data.
+	kept=0
+	[ "$mode" = kernel ] || kept=$ins
+	[ $((hist + kept)) = 8192 ] ||
+		afs_fail "$mode: history $hist (and $kept kept), not the file's 8192 pages"
 	if [ "$mode" = direct ]; then
 		# Out of sequence: through the cache, from the page cache.
 		dd if="$AFS_MNT/f.$mode" bs=8K skip=1000 count=1 status=none |

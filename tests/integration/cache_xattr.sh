@@ -38,7 +38,7 @@ ac_assert "$js" "list(g('file')) == ['ino', 'size', 'pages', 'passthrough_opens'
 ac_assert "$js" "g('file.ino') == $(stat -c %i "$M/f")" "file.ino is not the inode number the mount shows"
 ac_assert "$js" "list(g('cache')) == ['cached_pages', 'history_pages', 'hits', 'hit_bytes', 'misses', 'inserted', 'prefetched', 'evicted', 'waste', 'thrash', 'errors', 'invalidated', 'to_history', 'enospc']"
 ac_assert "$js" "list(g('backing')) == ['io', 'reads', 'bytes', 'cached_reads', 'cached_bytes', 'amplification'] and g('backing.io') in ('direct', 'buffered') and isinstance(g('backing.amplification'), (int, float))"
-ra_keys="['sync', 'async', 'context', 'random', 'stream', 'decisions', 'windows', 'sync_pages', 'async_pages', 'queued', 'queue_refused', 'enospc', 'thrash', 'waste', 'errors'"
+ra_keys="['sync', 'async', 'context', 'random', 'stream', 'decisions', 'windows', 'sync_pages', 'async_pages', 'queued', 'queue_refused', 'enospc', 'thrash', 'waste', 'errors', 'resident_skipped'"
 ac_assert "$js" "list(g('readahead')) == $ra_keys, 'max_window_pages', 'stripe_pages', 'advice']"
 dec_keys="['initial', 'oversize', 'seq_miss', 'context', 'random', 'async', 'async_recover', 'async_giveup', 'stream_seq', 'stream_ahead', 'stream_refill', 'stream_behind', 'stream_async']"
 ac_assert "$js" "list(g('readahead.decisions')) == $dec_keys"

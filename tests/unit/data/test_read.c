@@ -269,6 +269,17 @@ static void test_miss_then_hit_from_pages(void **state)
 	ra_state_destroy(&st);
 }
 
+/* Read 16 pages at page @p on @st, checked whole and right. */
+static void read_16(struct fixture *fx, struct ra_state *st, uint64_t p,
+		    bool keep)
+{
+	struct reply r = {0};
+
+	assert_int_equal(do_read(fx, st, p * PAGE, 16 * PAGE, keep, &r), 0);
+	assert_int_equal(r.bytes, 16 * PAGE);
+	assert_false(r.bad);
+}
+
 /* A stream of 16-page reads: the first miss opens a window, its mark
  * queues the next, and later reads find their pages read ahead. */
 static void test_sequential_marks_queue_windows(void **state)
@@ -279,14 +290,8 @@ static void test_sequential_marks_queue_windows(void **state)
 	struct ra_state st;
 
 	ra_state_init(&st);
-	for (uint64_t p = 0; p < NPAGES; p += 16) {
-		struct reply r = {0};
-
-		assert_int_equal(
-			do_read(fx, &st, p * PAGE, 16 * PAGE, true, &r), 0);
-		assert_int_equal(r.bytes, 16 * PAGE);
-		assert_false(r.bad);
-	}
+	for (uint64_t p = 0; p < NPAGES; p += 16)
+		read_16(fx, &st, p, true);
 	settle(fx);
 	file_stats(fx, &rs, &ms);
 	assert_int_equal(rs.c.decisions[RA_KIND_INITIAL], 1);
@@ -618,6 +623,59 @@ static void test_resident_direct_stream(void **state)
 	assert_true(cache_history_rcu(fx->dp.fc->map, 0));
 	rcu_read_unlock();
 	ra_state_destroy(&st);
+}
+
+/* A stream that opened its window on a cold file and runs on over data the
+ * backing's page cache has since taken in (another process read it; or one
+ * residency probe counted it short): its next window, held whole there, is
+ * decided at the mark but not read (resident_skipped), and the reads after
+ * the first window are served from the page cache.  Read ahead instead, it
+ * would have copied the rest of the file into the cache (inserted ~NPAGES),
+ * as a CI run of tests/integration/cache_resident.sh once saw.  @keep:
+ * direct mode, whose stream (a handle's reads, each going on from the last)
+ * takes the page cache's data the same way. */
+static void resident_window_skipped(struct fixture *fx, bool keep)
+{
+	struct cache_mapping_stats ms;
+	struct ra_file_stats rs;
+	struct ra_state st;
+	uint64_t first_window = 0;
+	static char buf[NPAGES * PAGE];
+
+	if (resident(fx->dp.fd, 0, PAGE) < 0)
+		skip();
+	ra_state_init(&st);
+	for (uint64_t p = 0; p < NPAGES; p += 16) {
+		read_16(fx, &st, p, keep);
+		if (p)
+			continue;
+		/* The first read opened a window from the disk; then the
+		 * file enters the backing's page cache. */
+		settle(fx);
+		file_stats(fx, &rs, &ms);
+		first_window = ms.inserted;
+		assert_true(first_window > 16);
+		assert_true(first_window < NPAGES / 4);
+		assert_int_equal(fx->dp.fc->resident_reads, 0);
+		read_in(fx, buf);
+	}
+	settle(fx);
+	file_stats(fx, &rs, &ms);
+	assert_true(rs.c.resident_skipped >= 1);
+	assert_int_equal(ms.inserted, first_window);
+	assert_int_equal(fx->dp.fc->resident_reads,
+			 (NPAGES - first_window) / 16);
+	ra_state_destroy(&st);
+}
+
+static void test_resident_window_skipped(void **state)
+{
+	resident_window_skipped(*state, false);
+}
+
+static void test_resident_window_skipped_direct(void **state)
+{
+	resident_window_skipped(*state, true);
 }
 
 /* A kernel-mode read with a spliced reply on offer for 2 to 64 pages. */
@@ -1242,6 +1300,8 @@ int main(void)
 		T(test_resident_read_around_cache),
 		T(test_resident_read_spliced),
 		T(test_resident_direct_stream),
+		T(test_resident_window_skipped),
+		T(test_resident_window_skipped_direct),
 		T(test_cancelled_wait),
 		T(test_mark_in_flight_acted_on_first),
 		T(test_backing_error),

@@ -280,9 +280,9 @@ static const struct key_spec decisions[] = {
 		{"stream", 'i'}, {"decisions", 'o'}, {"windows", 'i'},         \
 		{"sync_pages", 'i'}, {"async_pages", 'i'}, {"queued", 'i'},    \
 		{"queue_refused", 'i'}, {"enospc", 'i'}, {"thrash", 'i'},      \
-		{"waste", 'i'},                                                \
+		{"waste", 'i'}, {"errors", 'i'},                               \
 	{                                                                      \
-		"errors", 'i'                                                  \
+		"resident_skipped", 'i'                                        \
 	}
 static const struct key_spec file_ra[] = {
 	RA_COMMON,
