@@ -273,6 +273,18 @@ static uint64_t inflight_mark(struct cache_mapping *m, struct cache_page *p,
 	}
 }
 
+/* ra_marker_hit()'s flags for a read at page @first: RA_MARK_RESIDENT
+ * where this reader's misses try the backing's page cache first (the rule
+ * of afs_data_read(): kernel mode, or a read that goes on from its
+ * handle's last one). */
+static unsigned int resident_next(const struct afs_read *r,
+				  const struct ra_state *ra, uint64_t first)
+{
+	return !r->keep_data || ra_state_sequential(ra, first)
+		       ? RA_MARK_RESIDENT
+		       : 0;
+}
+
 /*
  * One attempt at the whole reply from the cache.  Returns 0 after replying,
  * 1 with *@miss the first page that is not UPTODATE and *@locked whether it
@@ -289,18 +301,6 @@ static uint64_t inflight_mark(struct cache_mapping *m, struct cache_page *p,
  * the RCU section, then the pages are looked up again), and the
  * bookkeeping is done inside the section, before the reply.
  */
-/* ra_marker_hit()'s flags for a read at page @first: RA_MARK_RESIDENT
- * where this reader's misses try the backing's page cache first (the rule
- * of afs_data_read(): kernel mode, or a read that goes on from its
- * handle's last one). */
-static unsigned int resident_next(const struct afs_read *r,
-				  const struct ra_state *ra, uint64_t first)
-{
-	return !r->keep_data || ra_state_sequential(ra, first)
-		       ? RA_MARK_RESIDENT
-		       : 0;
-}
-
 static int try_reply(const struct afs_read *r, struct ra_file *raf,
 		     struct ra_state *ra, uint64_t off, uint64_t end,
 		     uint64_t *miss, bool *locked, uint64_t *missing)
