@@ -31,15 +31,6 @@
 #                            drop_caches or memory pressure (from any test
 #                            on the machine) makes it forget closed ones
 #   ac_unhold                close them all
-#   ac_pin FILE              lock FILE's pages in the page cache (afs_data_io
-#                            pin: mmap + mlock, reading in any page already
-#                            gone) until ac_unpin: a check that needs a
-#                            backing file resident cannot count on memory
-#                            being left alone (a proactive reclaimer, such
-#                            as DAMON's pageout on some VMs, takes clean
-#                            file pages idle for seconds, free memory or
-#                            not); one file at a time
-#   ac_unpin                 let it go
 #   ac_umount                ac_unhold, then afs_umount
 #   ac_drops                 how many drop_caches the machine has seen
 #                            (/proc/vmstat drop_pagecache): a check that
@@ -201,28 +192,6 @@ ac_unhold()
 		exec {fd}<&-
 	done
 	_ac_held=()
-}
-
-ac_pin()
-{
-	local line
-	[ -z "${_ac_pin_pid:-}" ] || afs_fail "ac_pin: $_ac_pin_file is pinned"
-	coproc _AC_PIN { exec "$AC_IO" pin "$1"; }
-	_ac_pin_pid=$_AC_PIN_PID _ac_pin_file=$1
-	_ac_pin_in=${_AC_PIN[1]}
-	read -r line <&"${_AC_PIN[0]}" || line=
-	case "$line" in
-	pinned\ *) ;;
-	*) afs_fail "ac_pin: cannot lock $1 in memory" ;;
-	esac
-}
-
-ac_unpin()
-{
-	[ -n "${_ac_pin_pid:-}" ] || return 0
-	exec {_ac_pin_in}>&-
-	wait "$_ac_pin_pid" || afs_fail "ac_unpin: the pin of $_ac_pin_file failed"
-	_ac_pin_pid=
 }
 
 ac_umount()

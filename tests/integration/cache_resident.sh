@@ -5,7 +5,7 @@
 # over a direct-I/O loop device (so every read that misses the page cache
 # reaches the device), in both read modes:
 #   1. a file just written into the backing, its pages held in the page
-#      cache (ac_pin: a proactive reclaimer would otherwise take some of
+#      cache (afs_pin: a proactive reclaimer would otherwise take some of
 #      them within seconds on some VMs): read through a fresh mount, the device reads nothing (under
 #      1 MiB of 32) and the bytes are the file's.  Kernel mode serves the
 #      reads straight from the backing's page cache (resident_reads, no page
@@ -46,7 +46,7 @@ for mode in kernel direct; do
 	# it was written is not all of it on every VM.
 	sleep 2
 	cat "$f" >/dev/null
-	ac_pin "$f"
+	afs_pin "$f"
 	afs_mount -o read_mode=$mode
 	s0=$(sectors_read)
 	# 128 KiB read(2)s: in direct mode each reaches the daemon as it is
@@ -103,7 +103,7 @@ for mode in kernel direct; do
 		[ "$ins" -ge 2 ] || afs_fail "direct: the read out of sequence not cached ($ins pages)"
 	fi
 	afs_umount
-	ac_unpin
+	afs_unpin
 
 	afs_drop_caches
 	afs_mount -o read_mode=$mode
@@ -128,7 +128,7 @@ cp "$AFS_WORK/odd" "$AFS_SRC/odd"
 sync
 sleep 2 # quiet, as above
 cat "$AFS_SRC/odd" >/dev/null
-ac_pin "$AFS_SRC/odd"
+afs_pin "$AFS_SRC/odd"
 afs_mount
 cmp "$AFS_MNT/odd" "$AFS_WORK/odd" || afs_fail "odd-sized resident file: wrong bytes"
 s=$(ac_stats "$AFS_MNT/odd")
@@ -137,5 +137,5 @@ rs=$(ac_get "$s" resident_spliced)
 echo "odd-sized: resident_reads $rr (spliced $rs)"
 [ "$rs" -gt 0 ] || afs_fail "odd-sized: no resident read spliced"
 afs_umount
-ac_unpin
+afs_unpin
 echo "cache_resident: ok"

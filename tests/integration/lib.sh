@@ -66,6 +66,15 @@
 #                            (something the daemon logs after the mount is
 #                            up, from a thread of its own); fails after
 #                            AFS_WAIT_S seconds
+#   afs_pin FILE             lock FILE's pages in the page cache (afs_data_io
+#                            pin: mmap + mlock, reading in any page already
+#                            gone) until afs_unpin: a check that needs a
+#                            backing file resident cannot count on memory
+#                            being left alone (a proactive reclaimer, such
+#                            as DAMON's pageout on some VMs, takes clean
+#                            file pages idle for seconds, free memory or
+#                            not); one file at a time
+#   afs_unpin                let it go
 #   afs_root_stat GROUP KEY  GROUP.KEY of the root's stats (the mount's
 #                            user.aheadfs.stats on $AFS_MNT)
 #   afs_fresh NAME           a new, empty AFS_SRC and AFS_MNT (src.NAME,
@@ -323,6 +332,28 @@ afs_wait_log()
 		sleep 0.05
 		n=$((n + 1))
 	done
+}
+
+afs_pin()
+{
+	local line
+	[ -z "${_afs_pin_pid:-}" ] || afs_fail "afs_pin: $_afs_pin_file is pinned"
+	coproc _AFS_PIN { exec "$AFS_TESTBIN/afs_data_io" pin "$1"; }
+	_afs_pin_pid=$_AFS_PIN_PID _afs_pin_file=$1
+	_afs_pin_in=${_AFS_PIN[1]}
+	read -r line <&"${_AFS_PIN[0]}" || line=
+	case "$line" in
+	pinned\ *) ;;
+	*) afs_fail "afs_pin: cannot lock $1 in memory" ;;
+	esac
+}
+
+afs_unpin()
+{
+	[ -n "${_afs_pin_pid:-}" ] || return 0
+	exec {_afs_pin_in}>&-
+	wait "$_afs_pin_pid" || afs_fail "afs_unpin: the pin of $_afs_pin_file failed"
+	_afs_pin_pid=
 }
 
 afs_root_stat()

@@ -189,6 +189,7 @@ head -c $((8 << 20)) /dev/urandom >"$AFS_SRC/cold"
 cp "$AFS_SRC/hot" "$AFS_WORK/hot.want"
 cp "$AFS_SRC/cold" "$AFS_WORK/cold.want"
 drop "$AFS_SRC/cold"
+afs_pin "$AFS_SRC/hot" # resident until its opens below are decided
 AFS_PASSTHROUGH= afs_mount # the default
 [ "$(state mode)" = resident ] || afs_fail "the default passthrough= is $(state mode), not resident"
 if [ "$(held "$AFS_SRC/cold")" -ne 0 ]; then
@@ -221,6 +222,7 @@ exec 7<&-
 [ "$held_pt" -ge 1 ] || afs_fail "passthrough=resident: the file's stats show $held_pt passthrough opens while one is held"
 [ "$got" = "changed behind" ] || afs_fail "passthrough=resident: a held passthrough reader reads '$got' after a change behind the mount"
 [ "$(state opens)" -eq $((n + 2)) ] || afs_fail "passthrough=resident: the held reader was not passthrough"
+afs_unpin
 # a file advised random gets passthrough whatever the page cache holds
 # (aheadfs would read nothing ahead for it), and normal advice takes it
 # back to aheadfs's path at its next first open
