@@ -1,8 +1,8 @@
 /* backing.c - the backing object (ra_backing_open(): its descriptors, the
  * O_DIRECT probe, counters) and the reads that go around the cache: what the
  * backing's page cache holds (ra_backing_resident_fd(),
- * ra_backing_read_resident(); a whole file, ra_whole_resident()) and a read whole from the disk descriptor
- * (ra_backing_read_whole()).  The reads into LOCKED cache pages, pieces and
+ * ra_backing_read_resident(); a file held, ra_held_resident()) and a read
+ * whole from the disk descriptor (ra_backing_read_whole()).  The reads into LOCKED cache pages, pieces and
  * windows, are backing_pages.c's; the two share struct ra_backing and the
  * helpers of backing_internal.h.
  *
@@ -134,8 +134,10 @@ int64_t ra_backing_resident_pages(int fd, off_t off, size_t len)
 	return again > res ? again : res;
 }
 
-bool ra_whole_resident(int fd, uint64_t size)
+bool ra_held_resident(int fd, uint64_t size)
 {
+	uint64_t pages = (size + RA_IO_PAGE_SIZE - 1) / RA_IO_PAGE_SIZE;
+	uint64_t slack = pages >> RA_RESIDENT_SLACK_SHIFT, missing = 0;
 	struct statfs sf;
 
 	if (!fstatfs(fd, &sf) &&
@@ -145,10 +147,14 @@ bool ra_whole_resident(int fd, uint64_t size)
 		size_t len = size - off < RA_RESIDENT_PIECE
 				     ? (size_t)(size - off)
 				     : (size_t)RA_RESIDENT_PIECE;
+		uint64_t want = (len + RA_IO_PAGE_SIZE - 1) / RA_IO_PAGE_SIZE;
 		int64_t held = ra_backing_resident_pages(fd, (off_t)off, len);
 
-		if (held < 0 || (uint64_t)held < (len + RA_IO_PAGE_SIZE - 1) /
-							 RA_IO_PAGE_SIZE)
+		if (held < 0)
+			return false;
+		if ((uint64_t)held < want)
+			missing += want - (uint64_t)held;
+		if (missing > slack)
 			return false;
 	}
 	return true;

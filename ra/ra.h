@@ -517,18 +517,24 @@ ssize_t ra_file_read_random(struct ra_file *f, char *abuf, uint64_t off,
 int ra_file_resident_fd(struct ra_file *f, uint64_t off, size_t len);
 
 /**
- * ra_whole_resident() - Whether the page cache holds every page of the
- * first @size bytes of @fd, a backing file: nothing of it is left for
- * readahead to read.  A file of a memory filesystem (tmpfs, ramfs) is held
- * by nature, answered by fstatfs(2): cachestat(2) walks shmem 4 KiB at a
- * time (about 10 ms a GiB on Linux 6.18, 0.05 ms for ext4's large folios).
- * Else cachestat(2) over RA_RESIDENT_PIECE at a time, stopping at the first
- * piece not wholly held.  A size of 0 is held.
+ * ra_held_resident() - Whether the page cache holds the first @size bytes
+ * of @fd, a backing file, all but at most 1 page in 2^RA_RESIDENT_SLACK_SHIFT
+ * (a file under 64 pages: every page): too little is left for readahead
+ * to read to be worth a round trip per read.  The slack is for the pages a
+ * proactive reclaimer takes here and there from a file the page cache
+ * holds: on the benchmark's machine DAMON's pageout took 0.2–1.4 % of a
+ * 2 GiB file within 3 s of a full read of it (design.md, "What the
+ * backing's page cache holds").  A file of a memory filesystem (tmpfs,
+ * ramfs) is held by nature, answered by fstatfs(2): cachestat(2) walks shmem
+ * 4 KiB at a time (about 10 ms a GiB on Linux 6.18, 0.05 ms for ext4's
+ * large folios).  Else cachestat(2) over RA_RESIDENT_PIECE at a time,
+ * stopping once the pages missing pass the slack.  A size of 0 is held.
  * Context: Any thread; system calls only, no lock, no I/O.
  * Return: false too where the kernel has no cachestat(2) (before 6.5).
  */
-bool ra_whole_resident(int fd, uint64_t size);
+bool ra_held_resident(int fd, uint64_t size);
 #define RA_RESIDENT_PIECE (1ull << 30)
+#define RA_RESIDENT_SLACK_SHIFT 6
 
 /**
  * ra_file_eofs() - How many reads of @f's backing file met its end

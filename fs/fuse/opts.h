@@ -67,7 +67,8 @@ extern const char *const afs_wronly_io_names[];
  * "passthrough"). */
 enum afs_passthrough {
 	/* writable opens, and read-only ones of a file the backing's page
-	 * cache holds whole (ra_whole_resident()) (default) */
+	 * cache holds, all but one page in 64 at most
+	 * (ra_held_resident()) (default) */
 	AFS_PASSTHROUGH_RESIDENT,
 	AFS_PASSTHROUGH_WRITES, /* writable opens */
 	AFS_PASSTHROUGH_ALL, /* every open */

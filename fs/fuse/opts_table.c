@@ -118,7 +118,7 @@ static const struct afs_opt_spec afs_opt_table[] = {
 	 "opens whose reads and writes the kernel sends to the backing file "
 	 "itself (FUSE passthrough, Linux 6.9 and later, a daemon with "
 	 "CAP_SYS_ADMIN): resident (writable opens, and read-only opens of a "
-	 "file the backing's page cache holds whole), writes (writable "
+	 "file the backing's page cache holds), writes (writable "
 	 "opens), all, or off",
 	 0, 0, afs_passthrough_names, DAEMON(ZERO_PLAIN, NULL, NULL)},
 	{"transport", OPT_ENUM, true, F(transport), 0, 0,

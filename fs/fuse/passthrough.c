@@ -192,7 +192,7 @@ void afs_pt_init_reply(struct afs_pt *pt, void *arg, size_t len,
 			policy_name(pt),
 			pt->policy == AFS_PASSTHROUGH_ALL ? "all"
 			: pt->policy == AFS_PASSTHROUGH_RESIDENT
-				? "writable and wholly resident"
+				? "writable and resident"
 				: "writable");
 	} else {
 		set_state(pt, AFS_PT_UNSUPPORTED);
@@ -308,8 +308,8 @@ static enum afs_pt_why refused(struct afs_pt *pt, struct afs_inode *inode,
 }
 
 /* Whether the backing's page cache holds the first @size bytes of @fd
- * whole: @pi's last answer for that size within pt->probe_ttl_ns, else a
- * new probe (ra_whole_resident()), kept.  A pool that opens a large file
+ * (ra_held_resident()): @pi's last answer for that size within pt->probe_ttl_ns, else a
+ * new probe, kept.  A pool that opens a large file
  * per request pays at most one walk of it a second.
  * Context: Under @pi's passthrough lock. */
 static bool resident_now(const struct afs_pt *pt, struct afs_pt_inode *pi,
@@ -323,7 +323,7 @@ static bool resident_now(const struct afs_pt *pt, struct afs_pt_inode *pi,
 	if (pi->probed_until && now < pi->probed_until &&
 	    pi->probed_size == size)
 		return pi->probed_resident;
-	pi->probed_resident = ra_whole_resident(fd, size);
+	pi->probed_resident = ra_held_resident(fd, size);
 	pi->probed_size = size;
 	pi->probed_until = now + pt->probe_ttl_ns;
 	return pi->probed_resident;

@@ -185,8 +185,8 @@ struct afs_pt_request {
 	 * would keep the bits the backing clears for the caller */
 	bool setid_writer;
 	uint64_t size; /* the file's size at the open */
-	/* a read-only open of a file the backing's page cache holds whole
-	 * (ra_whole_resident()): set by afs_pt_open() where policy resident
+	/* a read-only open of a file the backing's page cache holds
+	 * (ra_held_resident()): set by afs_pt_open() where policy resident
 	 * would give it passthrough, probed for no other open */
 	bool resident;
 	/* the file's advice is random (user.aheadfs.advice): aheadfs would

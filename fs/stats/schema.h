@@ -243,7 +243,7 @@
 	X(passthrough, opens_direct, COUNTER,                                  \
 	  "opens whose every read and write reaches aheadfs (direct_io)")      \
 	X(passthrough, opens_resident, COUNTER,                                \
-	  "of opens, read-only ones of a file the page cache held whole")      \
+	  "of opens, read-only ones of a file the page cache held")            \
 	X(passthrough, opens_random, COUNTER,                                  \
 	  "of opens, read-only ones of a file advised random")                 \
 	X(passthrough, fallback_mount, COUNTER,                                \

@@ -81,7 +81,7 @@ struct afs_xattr_pt_counts {
 	uint64_t opens; /* answered with FOPEN_PASSTHROUGH */
 	uint64_t opens_cached; /* through the kernel's page cache */
 	uint64_t opens_direct; /* FOPEN_DIRECT_IO alone */
-	/* of opens, read-only ones of a wholly resident file (resident) */
+	/* of opens, read-only ones of a file the page cache held (resident) */
 	uint64_t opens_resident;
 	/* of opens, read-only ones of a file advised random (resident) */
 	uint64_t opens_random;

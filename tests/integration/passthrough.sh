@@ -209,7 +209,7 @@ fi
 n=$(state opens)
 cmp "$AFS_MNT/hot" "$AFS_WORK/hot.want" || afs_fail "passthrough=resident: a resident file reads back wrong"
 [ "$(state opens_resident)" -eq 1 ] && [ "$(state opens)" -eq $((n + 1)) ] ||
-	afs_fail "passthrough=resident: a file the page cache holds whole got no passthrough"
+	afs_fail "passthrough=resident: a file the page cache holds got no passthrough"
 # a change behind the mount, seen by a passthrough reader holding its open
 # (probed again, or joining cmp's open if its RELEASE is still on its way)
 exec 7<"$AFS_MNT/hot"

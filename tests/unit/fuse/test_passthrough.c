@@ -485,7 +485,7 @@ static void test_open_probes_resident(void **state)
 	afs_pt_release(&pt, hot, o.io, false, hfd);
 
 	assert_int_equal(posix_fadvise(cfd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	dropped = !ra_whole_resident(cfd, 4 * 4096);
+	dropped = !ra_held_resident(cfd, 4 * 4096);
 	if (!dropped)
 		goto out; /* a TMPDIR whose pages cannot be dropped */
 	afs_pt_open(&pt, cold, cfd, &rd, &o);
@@ -566,7 +566,7 @@ static void test_open_random(void **state)
 	afs_pt_attach(&pt, -1);
 	pt.state = AFS_PT_ON;
 	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	dropped = !ra_whole_resident(fd, 4 * 4096);
+	dropped = !ra_held_resident(fd, 4 * 4096);
 
 	/* b: a reader on aheadfs's path, then one advised random beside it */
 	afs_pt_open(&pt, b, fd, &rd, &o);
