@@ -2,9 +2,9 @@
  * O_DIRECT probe, counters) and the reads that go around the cache: what the
  * backing's page cache holds (ra_backing_resident_fd(),
  * ra_backing_read_resident(); a file held, ra_held_resident()) and a read
- * whole from the disk descriptor (ra_backing_read_whole()).  The reads into LOCKED cache pages, pieces and
- * windows, are backing_pages.c's; the two share struct ra_backing and the
- * helpers of backing_internal.h.
+ * whole from the disk descriptor (ra_backing_read_whole()).  The reads into
+ * LOCKED cache pages, pieces and windows, are backing_pages.c's; the two
+ * share struct ra_backing and the helpers of backing_internal.h.
  *
  * Resident data: cachestat(2) counts what the backing's page cache holds
  * without starting any I/O; a range wholly resident is read buffered from a

@@ -308,8 +308,8 @@ static enum afs_pt_why refused(struct afs_pt *pt, struct afs_inode *inode,
 }
 
 /* Whether the backing's page cache holds the first @size bytes of @fd
- * (ra_held_resident()): @pi's last answer for that size within pt->probe_ttl_ns, else a
- * new probe, kept.  A pool that opens a large file
+ * (ra_held_resident()): @pi's last answer for that size within
+ * pt->probe_ttl_ns, else a new probe, kept.  A pool that opens a large file
  * per request pays at most one walk of it a second.
  * Context: Under @pi's passthrough lock. */
 static bool resident_now(const struct afs_pt *pt, struct afs_pt_inode *pi,
